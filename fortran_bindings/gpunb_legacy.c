@@ -1,0 +1,91 @@
+/* gpunb_legacy.c -- NBODY6's GPUNB_* and GPUPOT entry points: thin wrappers
+ * over one default gpunb handle.  They have no status argument, so a failure
+ * is printed and stops the program: a wrong answer is worse than a stop. */
+#include "config.h"
+#include "gpunb.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+#include "nb6accel_legacy.h"
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+static gpunb *default_handle;
+
+static void stop(void)
+{
+    fprintf(stderr, "nb6accel: %s\n", gpunb_last_error());
+    fflush(stderr);
+    exit(2);
+}
+
+static void require_open(const char *routine)
+{
+    if (!default_handle) {
+        fprintf(stderr, "nb6accel: %s called before GPUNB_OPEN (or after GPUNB_CLOSE)\n", routine);
+        exit(2);
+    }
+}
+
+void NB6_F_GPUNB_OPEN(int *capacity)
+{
+    if (default_handle) {
+        fprintf(stderr, "gpunb: it is already open (capacity kept)\n");
+        return;
+    }
+    if (gpunb_open(&default_handle, *capacity, GPUNB_BACKEND_DEFAULT) != GPUNB_OK)
+        stop();
+    fprintf(stderr, "Opened NBODY6/GPU library: nb6accel %s, GPUNB back-end %s, nbmax = %d\n",
+            gpunb_version(), gpunb_backend_name(default_handle), *capacity);
+    fprintf(stderr, "  %s\n", gpunb_backend_description(default_handle));
+}
+
+void NB6_F_GPUNB_SEND(int *nj, double *m, double (*x)[3], double (*v)[3])
+{
+    require_open("GPUNB_SEND");
+    if (gpunb_send(default_handle, *nj, m, (const double(*)[3])x, (const double(*)[3])v) != GPUNB_OK)
+        stop();
+}
+
+void NB6_F_GPUNB_REGF(int *ni, double *h2, double *dtr, double (*xi)[3], double (*vi)[3],
+                      double (*acc)[3], double (*jrk)[3], double *pot, int *lmax, int *nbmax,
+                      int *list)
+{
+    require_open("GPUNB_REGF");
+    if (gpunb_regf(default_handle, *ni, h2, dtr, (const double(*)[3])xi, (const double(*)[3])vi,
+                   acc, jrk, pot, *lmax, *nbmax, list) != GPUNB_OK)
+        stop();
+}
+
+void NB6_F_GPUNB_CLOSE(void)
+{
+    gpunb_stats st;
+    if (!default_handle) {
+        fprintf(stderr, "gpunb: it is already closed\n");
+        return;
+    }
+    gpunb_get_stats(default_handle, &st);
+    fprintf(stderr, "Closed NBODY6/GPU library (nb6accel, %s back-end)\n",
+            gpunb_backend_name(default_handle));
+    fprintf(stderr, "time send   : %f sec\n", st.time_send);
+    fprintf(stderr, "time grav   : %f sec\n", st.time_force);
+    fprintf(stderr, "time reduce : %f sec\n", st.time_gather);
+    fprintf(stderr, "time regtot : %f sec\n", st.time_total);
+    if (st.time_force > 0.0)
+        fprintf(stderr, "%f Gflops (gravity part only), %.3e interactions/s, %lld calls\n",
+                60.0 * st.interactions / st.time_force * 1e-9, st.interactions / st.time_force,
+                st.regf_calls);
+    gpunb_close(default_handle);
+    default_handle = NULL;
+}
+
+void NB6_F_GPUPOT(int *n, double *m, double (*x)[3], double *pot)
+{
+    if (gpunb_potential(*n, m, (const double(*)[3])x, pot) != GPUNB_OK)
+        stop();
+}

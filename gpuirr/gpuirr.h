@@ -1,0 +1,114 @@
+/* gpuirr.h -- irregular (neighbour) force of NBODY6's Ahmad-Cohen scheme on
+ * the host (the "GPUIRR" part of NBODY6-GPU), native C API; plus the host
+ * helpers NBODY6 calls beside it (prediction of X, KS perturber force, clock).
+ *
+ * Indices are NBODY6's absolute particle indices, 1-based, 1..nmax.
+ * Units: G = 1, no softening.  Particle records are stored with NBODY6's
+ * Taylor coefficients F = acc/2 and FDOT = jerk/6; forces and jerks that come
+ * out are FULL values.  Sign: acc_i = sum_j m_j (x_j - x_i) / r^3.
+ *
+ * Thread safety: gpuirr_set_particle and gpuirr_set_list may be called
+ * concurrently from several threads for distinct indices (NBODY6 does so from
+ * OpenMP loops).  Every other call on a handle must come from one thread at a
+ * time; those may use OpenMP inside.
+ * Every function that can fail returns GPUIRR_OK (0) or a status code; the
+ * reason is then in gpuirr_last_error() of the calling thread.
+ */
+#ifndef GPUIRR_H
+#define GPUIRR_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define GPUIRR_API __attribute__((visibility("default")))
+#else
+#define GPUIRR_API
+#endif
+
+enum gpuirr_status {
+    GPUIRR_OK = 0,
+    GPUIRR_EUSAGE = 1,    /* bad argument or call order                         */
+    GPUIRR_ERESOURCE = 2  /* out of memory                                      */
+};
+
+typedef struct gpuirr gpuirr;
+
+typedef struct gpuirr_stats {
+    double time_predict_all;    /* s in gpuirr_predict_all                    */
+    double time_predict_active; /* s in gpuirr_predict_active                 */
+    double time_force;          /* s in gpuirr_force                          */
+    double interactions;        /* sum of list lengths over forced particles  */
+    long long particles_forced; /* i-particles evaluated                      */
+    long long particles_predicted;
+    long long force_calls;
+} gpuirr_stats;
+
+/* Message of the last failed call in this thread ("" if none). */
+GPUIRR_API const char *gpuirr_last_error(void);
+
+/* Open for absolute indices 1..nmax and lists of up to lmax-1 members
+ * (NBODY6's LMAX: list[0] is the count).  Any lmax >= 1. */
+GPUIRR_API int gpuirr_open(gpuirr **out, int nmax, int lmax);
+GPUIRR_API void gpuirr_close(gpuirr *g);
+
+GPUIRR_API int gpuirr_capacity(const gpuirr *g);
+
+/* Name of the kernel in use ("scalar", "avx2", ...). */
+GPUIRR_API const char *gpuirr_kernel_name(const gpuirr *g);
+
+/* Store particle `addr`: position x0, velocity v0, f_half = acc/2,
+ * fdot_sixth = jerk/6 at epoch t0, and its mass.  1 <= addr <= capacity. */
+GPUIRR_API int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3],
+                                   const double v0[3], const double f_half[3],
+                                   const double fdot_sixth[3], double mass,
+                                   double t0);
+
+/* Store the neighbour list of `addr`: n members, absolute 1-based indices,
+ * never addr itself; 0 <= n <= lmax-1.  Copied. */
+GPUIRR_API int gpuirr_set_list(gpuirr *g, int addr, int n, const int *members);
+
+/* Predict particles first..last (inclusive, 1-based) to time t:
+ * x = x0 + dt (v0 + dt (f_half + dt fdot_sixth)), v = v0 + 2 dt (f_half + 1.5 dt fdot_sixth). */
+GPUIRR_API int gpuirr_predict_all(gpuirr *g, int first, int last, double t);
+
+/* Predict the ni particles addr[0..ni-1] and every member of their lists to t. */
+GPUIRR_API int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double t);
+
+/* Irregular force from the stored lists, with the predictions of the last
+ * predict call: for n = 0..ni-1 and i = addr[n],
+ *   acc[n] = sum_{j in L_i} m_j dx / r^3,
+ *   jrk[n] = sum_{j in L_i} m_j (dv/r^3 - 3 (dx.dv) dx / r^5).
+ * Output row n belongs to addr[n].  An empty list gives exactly 0; r = 0
+ * pairs contribute nothing. */
+GPUIRR_API int gpuirr_force(gpuirr *g, int ni, const int *addr,
+                            double (*acc)[3], double (*jrk)[3]);
+
+GPUIRR_API void gpuirr_get_stats(const gpuirr *g, gpuirr_stats *out);
+
+/* ---- host helpers (no handle) -------------------------------------------- */
+
+/* Predict x, xdot of particles js..je (1-based, inclusive) of NBODY6's arrays
+ * to `time`, skipping those with tpred == time; arrays are the whole NBODY6
+ * arrays (element [k-1] is particle k).  f, fdot are F = acc/2, FDOT = jerk/6.
+ * Writes nothing outside js..je. */
+GPUIRR_API void gpuirr_host_predict(int js, int je, double time, const double *t0,
+                                    const double (*x0)[3], const double (*x0dot)[3],
+                                    const double (*f)[3], const double (*fdot)[3],
+                                    double (*x)[3], double (*xdot)[3], double *tpred);
+
+/* Full force and jerk on particle i from the n particles members[0..n-1]
+ * (absolute 1-based; whole NBODY6 arrays as above), from x, xdot as stored. */
+GPUIRR_API void gpuirr_host_neighbour_force(int i, const double (*x)[3],
+                                            const double (*xdot)[3], const double *mass,
+                                            int n, const int *members,
+                                            double f[3], double fdot[3]);
+
+/* Wall-clock seconds since the process started (since the library loaded). */
+GPUIRR_API double gpuirr_wall_time(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUIRR_H */

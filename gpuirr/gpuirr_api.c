@@ -1,0 +1,253 @@
+/* gpuirr_api.c -- the GPUIRR handle: particle records, lists, argument
+ * checks and statistics; prediction and force go to the chosen kernel. */
+#include "config.h"
+#include "gpuirr_dispatch.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <math.h>
+#include <string.h>
+
+static _Thread_local char last_error[NB6_ERRMSG_LEN];
+
+const char *gpuirr_last_error(void) { return last_error; }
+
+int gpuirr_fail(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void gpuirr_close(gpuirr *g)
+{
+    if (!g)
+        return;
+    nb6_free(g->x0);
+    nb6_free(g->v0);
+    nb6_free(g->f_half);
+    nb6_free(g->fdot_sixth);
+    nb6_free(g->mass);
+    nb6_free(g->t0);
+    nb6_free(g->xp);
+    nb6_free(g->vp);
+    nb6_free(g->lists);
+    nb6_free(g->stamp);
+    nb6_free(g->work);
+    free(g);
+}
+
+int gpuirr_open(gpuirr **out, int nmax, int lmax)
+{
+    gpuirr *g;
+    size_t n;
+    int st;
+
+    if (!out)
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_open: out is NULL");
+    *out = NULL;
+    if (nmax < 1)
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_open: nmax = %d, must be at least 1", nmax);
+    if (lmax < 1)
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_open: lmax = %d, must be at least 1", lmax);
+    g = calloc(1, sizeof *g);
+    if (!g)
+        return gpuirr_fail(GPUIRR_ERESOURCE, "gpuirr_open: out of host memory");
+    if ((st = gpuirr_choose_kernel(&g->kernel)) != GPUIRR_OK) {
+        free(g);
+        return st;
+    }
+    g->nmax = nmax;
+    g->lmax = lmax;
+    n = (size_t)nmax;
+    g->x0 = nb6_alloc(n * sizeof(double[3]));
+    g->v0 = nb6_alloc(n * sizeof(double[3]));
+    g->f_half = nb6_alloc(n * sizeof(double[3]));
+    g->fdot_sixth = nb6_alloc(n * sizeof(double[3]));
+    g->mass = nb6_alloc(n * sizeof(double));
+    g->t0 = nb6_alloc(n * sizeof(double));
+    g->xp = nb6_alloc(n * sizeof(double[3]));
+    g->vp = nb6_alloc(n * sizeof(double[3]));
+    g->lists = nb6_alloc(n * (size_t)lmax * sizeof(int));
+    g->stamp = nb6_alloc(n * sizeof(unsigned));
+    g->work = nb6_alloc(n * sizeof(int));
+    if (!g->x0 || !g->v0 || !g->f_half || !g->fdot_sixth || !g->mass || !g->t0 || !g->xp ||
+        !g->vp || !g->lists || !g->stamp || !g->work) {
+        gpuirr_close(g);
+        return gpuirr_fail(GPUIRR_ERESOURCE,
+                           "gpuirr_open: out of host memory for nmax = %d, lmax = %d (%.1f MB of lists)",
+                           nmax, lmax, (double)n * (double)lmax * sizeof(int) / 1e6);
+    }
+    *out = g;
+    return GPUIRR_OK;
+}
+
+int gpuirr_capacity(const gpuirr *g) { return g ? g->nmax : 0; }
+
+const char *gpuirr_kernel_name(const gpuirr *g) { return g ? g->kernel->name : "none"; }
+
+void gpuirr_get_stats(const gpuirr *g, gpuirr_stats *out)
+{
+    if (g && out)
+        *out = g->stats;
+}
+
+static int check_addr(const gpuirr *g, const char *routine, const char *arg, int addr)
+{
+    if (!g)
+        return gpuirr_fail(GPUIRR_EUSAGE, "%s: called before gpuirr_open (handle is NULL)", routine);
+    if (addr < 1 || addr > g->nmax)
+        return gpuirr_fail(GPUIRR_EUSAGE,
+                           "%s: %s = %d is outside 1..%d (the capacity given to gpuirr_open)",
+                           routine, arg, addr, g->nmax);
+    return GPUIRR_OK;
+}
+
+static int check_vec(const char *routine, const char *arg, int addr, const double v[3])
+{
+    long k = nb6_first_nonfinite(v, 3);
+    if (k >= 0)
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_%s: %s[%ld] = %g of particle %d is not finite",
+                           routine, arg, k, v[k], addr);
+    return GPUIRR_OK;
+}
+
+int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3], const double v0[3],
+                        const double f_half[3], const double fdot_sixth[3], double mass, double t0)
+{
+    int st, s = addr - 1;
+    if ((st = check_addr(g, "gpuirr_set_particle", "addr", addr)))
+        return st;
+    if (!x0 || !v0 || !f_half || !fdot_sixth)
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_set_particle: a NULL array for particle %d", addr);
+    if ((st = check_vec("set_particle", "x0", addr, x0)) || (st = check_vec("set_particle", "v0", addr, v0)) ||
+        (st = check_vec("set_particle", "f_half", addr, f_half)) ||
+        (st = check_vec("set_particle", "fdot_sixth", addr, fdot_sixth)))
+        return st;
+    if (!isfinite(mass) || mass < 0.0)
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_set_particle: mass = %g of particle %d is not a finite non-negative number",
+                           mass, addr);
+    if (!isfinite(t0))
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_set_particle: t0 = %g of particle %d is not finite", t0, addr);
+    for (int k = 0; k < 3; k++) {
+        g->x0[s][k] = x0[k];
+        g->v0[s][k] = v0[k];
+        g->f_half[s][k] = f_half[k];
+        g->fdot_sixth[s][k] = fdot_sixth[k];
+    }
+    g->mass[s] = mass;
+    g->t0[s] = t0;
+    return GPUIRR_OK;
+}
+
+int gpuirr_set_list(gpuirr *g, int addr, int n, const int *members)
+{
+    int st;
+    if ((st = check_addr(g, "gpuirr_set_list", "addr", addr)))
+        return st;
+    if (n < 0 || n > g->lmax - 1)
+        return gpuirr_fail(GPUIRR_EUSAGE,
+                           "gpuirr_set_list: list length %d of particle %d is outside 0..%d (lmax-1)",
+                           n, addr, g->lmax - 1);
+    if (n > 0 && !members)
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_set_list: members is NULL for particle %d", addr);
+    for (int e = 0; e < n; e++) {
+        int j = members[e];
+        if (j < 1 || j > g->nmax || j == addr)
+            return gpuirr_fail(GPUIRR_EUSAGE,
+                               "gpuirr_set_list: member %d of particle %d's list is %d, %s",
+                               e + 1, addr, j,
+                               j == addr ? "the particle itself" : "outside 1..nmax");
+    }
+    int *col = g->lists + (size_t)(addr - 1) * (size_t)g->lmax;
+    col[0] = n;
+    if (n > 0)
+        memcpy(col + 1, members, sizeof(int) * (size_t)n);
+    return GPUIRR_OK;
+}
+
+int gpuirr_predict_all(gpuirr *g, int first, int last, double t)
+{
+    double t0 = nb6_clock();
+    int st;
+    if ((st = check_addr(g, "gpuirr_predict_all", "first", first)) ||
+        (st = check_addr(g, "gpuirr_predict_all", "last", last)))
+        return st;
+    if (!isfinite(t))
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_predict_all: time = %g is not finite", t);
+    if (first > last)
+        return GPUIRR_OK;
+    g->kernel->predict_range(g, first - 1, last - 1, t);
+    g->stats.particles_predicted += last - first + 1;
+    g->stats.time_predict_all += nb6_clock() - t0;
+    return GPUIRR_OK;
+}
+
+/* Gathers the actives and their list members once each (stamps, no sort),
+ * then predicts that set. */
+int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double t)
+{
+    double t0 = nb6_clock();
+    int st, count = 0;
+    if (!g)
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_predict_active: called before gpuirr_open (handle is NULL)");
+    if (ni < 0 || (ni > 0 && !addr))
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_predict_active: ni = %d with addr %s", ni,
+                           addr ? "given" : "NULL");
+    if (!isfinite(t))
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_predict_active: time = %g is not finite", t);
+    for (int n = 0; n < ni; n++)
+        if ((st = check_addr(g, "gpuirr_predict_active", "addr[n]", addr[n])))
+            return st;
+    if (++g->epoch == 0) { /* wrapped: forget every old stamp */
+        memset(g->stamp, 0, sizeof(unsigned) * (size_t)g->nmax);
+        g->epoch = 1;
+    }
+    for (int n = 0; n < ni; n++) {
+        int i = addr[n] - 1;
+        const int *col = g->lists + (size_t)i * (size_t)g->lmax;
+        if (g->stamp[i] != g->epoch) {
+            g->stamp[i] = g->epoch;
+            g->work[count++] = i;
+        }
+        for (int e = 1; e <= col[0]; e++) {
+            int j = col[e] - 1;
+            if (g->stamp[j] != g->epoch) {
+                g->stamp[j] = g->epoch;
+                g->work[count++] = j;
+            }
+        }
+    }
+    g->kernel->predict_slots(g, count, g->work, t);
+    g->stats.particles_predicted += count;
+    g->stats.time_predict_active += nb6_clock() - t0;
+    return GPUIRR_OK;
+}
+
+int gpuirr_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*jrk)[3])
+{
+    double t0 = nb6_clock(), interactions = 0.0;
+    int st;
+    if (!g)
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_force: called before gpuirr_open (handle is NULL)");
+    if (ni < 0)
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_force: ni = %d is negative", ni);
+    if (ni == 0)
+        return GPUIRR_OK;
+    if (!addr || !acc || !jrk)
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_force: a NULL array (addr, acc or jrk)");
+    for (int n = 0; n < ni; n++) {
+        if ((st = check_addr(g, "gpuirr_force", "addr[n]", addr[n])))
+            return st;
+        interactions += g->lists[(size_t)(addr[n] - 1) * (size_t)g->lmax];
+    }
+    g->kernel->force(g, ni, addr, acc, jrk);
+    g->stats.force_calls++;
+    g->stats.particles_forced += ni;
+    g->stats.interactions += interactions;
+    g->stats.time_force += nb6_clock() - t0;
+    return GPUIRR_OK;
+}

@@ -1,0 +1,47 @@
+/* gpuirr_internal.h -- the GPUIRR state and the seam to its kernels.
+ * gpuirr_api.c owns the state (records, lists, checks, statistics); a kernel
+ * (gpuirr_scalar.c, SIMD variants) predicts and sums.  Internal. */
+#ifndef GPUIRR_INTERNAL_H
+#define GPUIRR_INTERNAL_H
+
+#include "gpuirr.h"
+#include "nb6_common.h"
+
+/* Slot s = addr - 1 holds particle addr. */
+struct gpuirr {
+    int nmax, lmax;
+
+    /* Records as NBODY6 sets them: x0, v0, F = acc/2, FDOT = jerk/6 at t0. */
+    double (*x0)[3], (*v0)[3], (*f_half)[3], (*fdot_sixth)[3];
+    double *mass, *t0;
+
+    /* Predicted positions and velocities, double (reference kernel). */
+    double (*xp)[3], (*vp)[3];
+
+    /* lists[s*lmax] = count, lists[s*lmax + 1 .. count] = 1-based members. */
+    int *lists;
+
+    /* predict_active bookkeeping: slots already gathered in this call. */
+    unsigned *stamp;
+    unsigned epoch;
+    int *work;
+
+    const struct gpuirr_kernel *kernel;
+    gpuirr_stats stats;
+};
+
+typedef struct gpuirr_kernel {
+    const char *name;
+    /* Predict slots s = first..last (0-based, inclusive) to t. */
+    void (*predict_range)(gpuirr *g, int first, int last, double t);
+    /* Predict the n slots slot[0..n-1] (distinct) to t. */
+    void (*predict_slots)(gpuirr *g, int n, const int *slot, double t);
+    /* Irregular force as gpuirr_force documents; addr already checked. */
+    void (*force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*jrk)[3]);
+} gpuirr_kernel;
+
+NB6_INTERNAL extern const gpuirr_kernel gpuirr_kernel_scalar;
+
+NB6_INTERNAL int gpuirr_fail(int status, const char *fmt, ...) NB6_PRINTF(2, 3);
+
+#endif

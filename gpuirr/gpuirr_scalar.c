@@ -1,0 +1,71 @@
+/* gpuirr_scalar.c -- reference GPUIRR kernel: double-precision prediction and
+ * double-precision sums, OpenMP over particles.  The SIMD kernels are checked
+ * against what this computes. */
+#include "config.h"
+#include "gpuirr_internal.h"
+
+#include <math.h>
+
+static inline void predict_slot(gpuirr *g, int s, double t)
+{
+    double dt = t - g->t0[s];
+    for (int k = 0; k < 3; k++) {
+        double a2 = g->f_half[s][k], j6 = g->fdot_sixth[s][k];
+        g->xp[s][k] = g->x0[s][k] + dt * (g->v0[s][k] + dt * (a2 + dt * j6));
+        g->vp[s][k] = g->v0[s][k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
+    }
+}
+
+static void scalar_predict_range(gpuirr *g, int first, int last, double t)
+{
+#pragma omp parallel for schedule(static)
+    for (int s = first; s <= last; s++)
+        predict_slot(g, s, t);
+}
+
+static void scalar_predict_slots(gpuirr *g, int n, const int *slot, double t)
+{
+#pragma omp parallel for schedule(static) if (n > 256)
+    for (int k = 0; k < n; k++)
+        predict_slot(g, slot[k], t);
+}
+
+static void scalar_force(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
+                         double (*jrk)[3])
+{
+#pragma omp parallel for schedule(guided)
+    for (int n = 0; n < ni; n++) {
+        int i = addr[n] - 1;
+        const int *members = g->lists + (size_t)i * (size_t)g->lmax;
+        double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0};
+        for (int e = 1; e <= members[0]; e++) {
+            int j = members[e] - 1;
+            double dx[3], dv[3];
+            for (int k = 0; k < 3; k++) {
+                dx[k] = g->xp[j][k] - g->xp[i][k];
+                dv[k] = g->vp[j][k] - g->vp[i][k];
+            }
+            double r2 = dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2];
+            if (r2 == 0.0)
+                continue;
+            double rinv2 = 1.0 / r2;
+            double mr3 = g->mass[j] * rinv2 * sqrt(rinv2);
+            double rv = 3.0 * (dx[0] * dv[0] + dx[1] * dv[1] + dx[2] * dv[2]) * rinv2;
+            for (int k = 0; k < 3; k++) {
+                a[k] += mr3 * dx[k];
+                jk[k] += mr3 * (dv[k] - rv * dx[k]);
+            }
+        }
+        for (int k = 0; k < 3; k++) {
+            acc[n][k] = a[k];
+            jrk[n][k] = jk[k];
+        }
+    }
+}
+
+const gpuirr_kernel gpuirr_kernel_scalar = {
+    .name = "scalar",
+    .predict_range = scalar_predict_range,
+    .predict_slots = scalar_predict_slots,
+    .force = scalar_force,
+};

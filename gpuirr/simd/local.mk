@@ -1,0 +1,1 @@
+# SIMD kernels of GPUIRR, one convenience library per instruction set.

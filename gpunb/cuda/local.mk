@@ -1,0 +1,4 @@
+# CUDA back-end of GPUNB (only when configure found nvcc).
+if HAVE_CUDA
+libgpunb_la_LIBADD += $(CUDA_LIBS)
+endif

@@ -1,0 +1,112 @@
+/* gpunb.h -- regular force, jerk, potential and neighbour lists for NBODY6's
+ * Ahmad-Cohen scheme (the "GPUNB" part of NBODY6-GPU), native C API.
+ *
+ * Units: NBODY6 scaled units, G = 1, no softening.  Every force and jerk that
+ * comes out is the FULL acceleration / jerk (not NBODY6's F/2, FDOT/6).
+ * Sign: acc_i = sum_j m_j (x_j - x_i) / r^3.
+ *
+ * A handle holds one j-particle set.  Calls on one handle are not thread-safe
+ * (NBODY6 calls GPUNB from its master thread); distinct handles are independent.
+ * Every function that can fail returns GPUNB_OK (0) or a status code; the
+ * reason is then in gpunb_last_error() of the calling thread.
+ */
+#ifndef GPUNB_H
+#define GPUNB_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define GPUNB_API __attribute__((visibility("default")))
+#else
+#define GPUNB_API
+#endif
+
+/* Status codes: 0 is success; the others separate whose fault it was. */
+enum gpunb_status {
+    GPUNB_OK = 0,
+    GPUNB_EUSAGE = 1,     /* bad argument or call order: the caller's fault   */
+    GPUNB_ERESOURCE = 2,  /* out of host or device memory                     */
+    GPUNB_EDEVICE = 3     /* GPU missing, failed launch, failed transfer       */
+};
+
+/* Which implementation computes the regular force. */
+enum gpunb_backend_kind {
+    GPUNB_BACKEND_DEFAULT = 0, /* NB6ACCEL_GPUNB=cpu|cuda|reference if set, else CUDA when
+                                  built with it and a device is usable, else CPU */
+    GPUNB_BACKEND_CPU = 1,     /* the fastest host back-end (SIMD + OpenMP)        */
+    GPUNB_BACKEND_CUDA = 2,    /* one or more GPUs (GPU_LIST / CUDA_VISIBLE_DEVICES) */
+    GPUNB_BACKEND_REFERENCE = 3 /* plain C in double precision, OpenMP: the yardstick */
+};
+
+typedef struct gpunb gpunb;
+
+/* Counters since open, for the statistics NBODY6 users read at close. */
+typedef struct gpunb_stats {
+    double time_send;        /* s in gpunb_send (copy and upload of the j-set)  */
+    double time_force;       /* s in the force kernels                          */
+    double time_gather;      /* s in reduction, list gathering and download     */
+    double time_total;       /* s in gpunb_send + gpunb_regf altogether         */
+    double interactions;     /* sum over regf calls of ni * nj                  */
+    long long regf_calls;
+    long long send_calls;
+} gpunb_stats;
+
+/* Version of the nb6accel package, e.g. "0.1.0". */
+GPUNB_API const char *gpunb_version(void);
+
+/* Message of the last failed call in this thread ("" if none): names the
+ * routine, the argument, its value and the limit. */
+GPUNB_API const char *gpunb_last_error(void);
+
+/* Open a handle for up to `capacity` j-particles (NBODY6 passes NTOT+100). */
+GPUNB_API int gpunb_open(gpunb **out, int capacity, enum gpunb_backend_kind kind);
+
+/* Free everything; NULL is accepted and ignored. */
+GPUNB_API void gpunb_close(gpunb *nb);
+
+/* Name of the back-end in use ("cpu", "cuda") and a one-line description of the
+ * hardware it runs on (threads, GPU names). */
+GPUNB_API const char *gpunb_backend_name(const gpunb *nb);
+GPUNB_API const char *gpunb_backend_description(const gpunb *nb);
+
+/* Replace the j-set by nj particles: masses m[k], positions x[k][0..2],
+ * velocities v[k][0..2], k = 0..nj-1.  Copied: the caller may reuse its arrays.
+ * Masses may be 0 (merger ghosts); 1 <= nj <= capacity; no NaN/Inf. */
+GPUNB_API int gpunb_send(gpunb *nb, int nj, const double *m,
+                         const double (*x)[3], const double (*v)[3]);
+
+/* Regular force on ni i-particles from the j-set of the last gpunb_send.
+ *
+ * j is a neighbour of i iff min(|dx|^2, |dx + dtr[i] dv|^2) < m_j h2[i]
+ * (dx = x_j - x_i, dv = v_j - v_i; strict <).  Neighbours are left out of
+ * acc, jrk and pot; r = 0 pairs contribute nothing.
+ *   acc[i] = sum m_j dx / r^3;  jrk[i] = sum m_j (dv/r^3 - 3 (dx.dv) dx / r^5);
+ *   pot[i] = +sum m_j / r   (positive, regular part only).  pot may be NULL.
+ * list: ni columns of lmax ints; column i is list[i*lmax + 0 .. lmax-1]:
+ *   list[i*lmax] = count c (self included, since x_i is bit-equal to its j entry),
+ *   list[i*lmax + 1 .. c] = 0-based j indices in ascending order.
+ *   If c > min(nbmax, lmax-1) the count is negative (-c) and the rest of the
+ *   column and the forces of that i are unspecified; nothing is ever written
+ *   past row lmax of a column.
+ * No limit on ni. */
+GPUNB_API int gpunb_regf(gpunb *nb, int ni, const double *h2, const double *dtr,
+                         const double (*xi)[3], const double (*vi)[3],
+                         double (*acc)[3], double (*jrk)[3], double *pot,
+                         int lmax, int nbmax, int *list);
+
+/* Counters since open. */
+GPUNB_API void gpunb_get_stats(const gpunb *nb, gpunb_stats *out);
+
+/* Potential of every particle from all others, in double precision:
+ * pot[k] = +sum_{l != k, r_kl > 0} m_l / r_kl, k = 0..n-1.  Needs no handle
+ * (NBODY6 calls GPUPOT while GPUNB is closed); uses a GPU when one is usable
+ * and the build has CUDA, else the host's cores. */
+GPUNB_API int gpunb_potential(int n, const double *m, const double (*x)[3],
+                              double *pot);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUNB_H */

@@ -1,0 +1,57 @@
+/* gpunb_backend.h -- the seam between the GPUNB API (gpunb_api.c: argument
+ * checks, statistics, the j-set's bookkeeping) and the implementations that
+ * compute the regular force (gpunb_cpu.c, cuda/...).  Internal.
+ *
+ * The API has validated every argument before a back-end sees it: counts are
+ * within capacity, values finite, lmax >= 1.  A back-end reports failure by
+ * returning gpunb_fail(status, ...). */
+#ifndef GPUNB_BACKEND_H
+#define GPUNB_BACKEND_H
+
+#include "gpunb.h"
+#include "nb6_common.h"
+
+typedef struct gpunb_backend_ops {
+    const char *name; /* "reference", "cpu", "cuda" */
+
+    /* Make the state for up to `capacity` j-particles; write a one-line
+     * description of the hardware into desc (NB6_ERRMSG_LEN bytes). */
+    int (*open)(void **state, int capacity, char *desc);
+    void (*close)(void *state);
+
+    /* Take a new j-set (the API already checked it). */
+    int (*send)(void *state, int nj, const double *m, const double (*x)[3],
+                const double (*v)[3]);
+
+    /* Regular force exactly as gpunb_regf documents, for 1 <= ni, on the
+     * j-set of the last send; `limit` = min(nbmax, lmax-1) is the largest
+     * count that may be stored.  *t_force and *t_gather receive the seconds
+     * spent in the kernels and in reduction/gather/download. */
+    int (*regf)(void *state, int ni, const double *h2, const double *dtr,
+                const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
+                double (*jrk)[3], double *pot, int lmax, int limit, int *list,
+                double *t_force, double *t_gather);
+} gpunb_backend_ops;
+
+/* Back-ends compiled into this build. */
+NB6_INTERNAL extern const gpunb_backend_ops gpunb_backend_cpu; /* reference, double */
+#ifdef NB6ACCEL_HAVE_GPUNB_SIMD
+NB6_INTERNAL extern const gpunb_backend_ops gpunb_backend_simd; /* SIMD + OpenMP */
+#endif
+#ifdef NB6ACCEL_HAVE_CUDA
+NB6_INTERNAL extern const gpunb_backend_ops gpunb_backend_cuda;
+/* Non-zero when at least one CUDA device can be used; else a reason in why. */
+NB6_INTERNAL int gpunb_cuda_usable(char *why);
+/* Double-precision potential on the GPU(s). */
+NB6_INTERNAL int gpunb_cuda_potential(int n, const double *m, const double (*x)[3],
+                                      double *pot);
+#endif
+
+/* Host potential (OpenMP, double). */
+NB6_INTERNAL int gpunb_cpu_potential(int n, const double *m, const double (*x)[3],
+                                     double *pot);
+
+/* Record the message of a failure for gpunb_last_error() and return status. */
+NB6_INTERNAL int gpunb_fail(int status, const char *fmt, ...) NB6_PRINTF(2, 3);
+
+#endif

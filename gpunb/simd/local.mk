@@ -1,0 +1,1 @@
+# SIMD + OpenMP host back-end of GPUNB.

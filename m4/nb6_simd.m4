@@ -1,0 +1,40 @@
+# NB6_CHECK_SIMD: which instruction sets the C compiler can build kernels for.
+# Each level gets SIMD_<LEVEL>_CFLAGS, the conditional HAVE_SIMD_<LEVEL> and a
+# define NB6ACCEL_HAVE_<LEVEL>; --disable-simd turns them all off.
+AC_DEFUN([NB6_CHECK_SIMD_LEVEL], [
+  AC_CACHE_CHECK([whether $CC builds $1 code with $2], [nb6_cv_simd_$1], [
+    nb6_save_CFLAGS=$CFLAGS
+    CFLAGS="$CFLAGS $2"
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <immintrin.h>]], [[$3]])],
+      [nb6_cv_simd_$1=yes], [nb6_cv_simd_$1=no])
+    CFLAGS=$nb6_save_CFLAGS])
+  AS_IF([test "x$enable_simd" != xno && test "x$nb6_cv_simd_$1" = xyes], [
+    AC_DEFINE(m4_toupper([NB6ACCEL_HAVE_$1]), [1], [Define if the $1 kernels are built.])
+    AC_SUBST(m4_toupper([SIMD_$1_CFLAGS]), ["$2"])
+    nb6_simd_levels="$nb6_simd_levels $1"
+  ])
+  AM_CONDITIONAL(m4_toupper([HAVE_SIMD_$1]),
+    [test "x$enable_simd" != xno && test "x$nb6_cv_simd_$1" = xyes])
+])
+
+AC_DEFUN([NB6_CHECK_SIMD], [
+AC_ARG_ENABLE([simd],
+  [AS_HELP_STRING([--disable-simd], [build only the scalar kernels])],
+  [], [enable_simd=yes])
+nb6_simd_levels="scalar"
+AS_CASE([$host_cpu], [x86_64|i?86], [
+  NB6_CHECK_SIMD_LEVEL([sse2], [-msse2],
+    [__m128 a = _mm_set1_ps(1.0f); a = _mm_rsqrt_ps(a); (void)a;])
+  NB6_CHECK_SIMD_LEVEL([avx], [-mavx],
+    [__m256 a = _mm256_set1_ps(1.0f); a = _mm256_rsqrt_ps(a); (void)a;])
+  NB6_CHECK_SIMD_LEVEL([avx2], [-mavx2 -mfma],
+    [__m256 a = _mm256_set1_ps(1.0f); a = _mm256_fmadd_ps(a, a, a); (void)a;])
+  NB6_CHECK_SIMD_LEVEL([avx512], [-mavx512f],
+    [__m512 a = _mm512_set1_ps(1.0f); a = _mm512_rsqrt14_ps(a); (void)a;])
+], [
+  AM_CONDITIONAL([HAVE_SIMD_SSE2], [false])
+  AM_CONDITIONAL([HAVE_SIMD_AVX], [false])
+  AM_CONDITIONAL([HAVE_SIMD_AVX2], [false])
+  AM_CONDITIONAL([HAVE_SIMD_AVX512], [false])
+])
+])

@@ -1,0 +1,1 @@
+# GPU tests and benchmarks (skip without a GPU).

@@ -1,0 +1,1 @@
+# The Plummer timing driver and its tests.
