@@ -175,6 +175,7 @@ int gpunb_send(gpunb *nb, int nj, const double *m, const double (*x)[3], const d
 
     if (!nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_send: called before gpunb_open (handle is NULL)");
+    nb->nj = 0; /* a rejected j-set must not leave the old one in use */
     if (nj < 1 || nj > nb->capacity)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_send: nj = %d is outside 1..%d (the capacity given at open)",
                           nj, nb->capacity);
@@ -188,7 +189,6 @@ int gpunb_send(gpunb *nb, int nj, const double *m, const double (*x)[3], const d
     if ((st = check_rows("gpunb_send", "x", x, nj)) || (st = check_rows("gpunb_send", "v", v, nj)))
         return st;
 
-    nb->nj = 0;
     st = nb->ops->send(nb->state, nj, m, x, v);
     if (st != GPUNB_OK)
         return st;

@@ -1,5 +1,31 @@
 # Tests: `make check`.  Each program exits 0 (pass), 77 (skip, with the
-# reason on stdout) or 1 (fail).
+# reason on stdout) or 1 (fail) and ends with "name: N passed, M failed".
+noinst_LTLIBRARIES += tests/libtestlib.la
+tests_libtestlib_la_SOURCES = tests/testlib.c tests/testlib.h
+TEST_LIBS = tests/libtestlib.la libgpunb.la libgpuirr.la -lm
+
+FOUNDATION_TESTS = tests/test_gpunb tests/test_gpuirr tests/test_helpers tests/test_lifecycle \
+	tests/test_concurrency tests/test_native
+check_PROGRAMS += $(FOUNDATION_TESTS)
+TESTS += $(FOUNDATION_TESTS) tests/test_symbols.sh
+tests_test_gpunb_LDADD = $(TEST_LIBS)
+tests_test_gpuirr_LDADD = $(TEST_LIBS)
+tests_test_helpers_LDADD = $(TEST_LIBS)
+tests_test_lifecycle_LDADD = $(TEST_LIBS)
+tests_test_concurrency_LDADD = $(TEST_LIBS)
+tests_test_native_LDADD = $(TEST_LIBS)
+EXTRA_DIST += tests/test_symbols.sh
+AM_TESTS_ENVIRONMENT = top_builddir=$(top_builddir); export top_builddir;
+
+if HAVE_FORTRAN
+check_PROGRAMS += tests/test_fortran
+TESTS += tests/test_fortran
+tests_test_fortran_SOURCES = tests/test_fortran.f90
+tests_test_fortran_LDADD = libnb6accel_fmod.la libgpunb.la libgpuirr.la
+tests_test_fortran_LDFLAGS = $(OPENMP_FCFLAGS)
+tests/test_fortran.$(OBJEXT): libnb6accel_fmod.la
+endif
+
 include tests/gpu/local.mk
 include tests/simd/local.mk
 include tests/plummer/local.mk

@@ -1,0 +1,88 @@
+/* test_native.c -- the native C API under the legacy symbols: status codes
+ * and messages instead of stops, independent handles, statistics. */
+#include "gpuirr.h"
+#include "gpunb.h"
+#include "testlib.h"
+
+#include <math.h>
+#include <string.h>
+
+static void expect_status(int got, int want, const char *msg, const char *needle, const char *what)
+{
+    if (TL_CHECK(got == want, "%s: status %d, expected %d (%s)", what, got, want, msg) && needle)
+        TL_CHECK(strstr(msg, needle) != NULL, "%s: message \"%s\" lacks \"%s\"", what, msg, needle);
+}
+
+int main(void)
+{
+    tl_cluster c;
+    gpunb *a = NULL, *b = NULL;
+    gpuirr *g = NULL;
+    tl_seed_from_env();
+    tl_cluster_make(&c, 300, 3, 0.0, 0.2);
+
+    expect_status(gpunb_open(&a, 0, GPUNB_BACKEND_REFERENCE), GPUNB_EUSAGE, gpunb_last_error(),
+                  "capacity = 0", "gpunb_open with capacity 0");
+    expect_status(gpunb_open(NULL, 10, GPUNB_BACKEND_REFERENCE), GPUNB_EUSAGE, gpunb_last_error(),
+                  "out is NULL", "gpunb_open with out = NULL");
+    expect_status(gpunb_send(NULL, 10, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v),
+                  GPUNB_EUSAGE, gpunb_last_error(), "before gpunb_open", "gpunb_send on NULL");
+
+    /* Two handles with different j-sets do not see each other. */
+    TL_CHECK(gpunb_open(&a, 300, GPUNB_BACKEND_REFERENCE) == GPUNB_OK, "open a: %s", gpunb_last_error());
+    TL_CHECK(gpunb_open(&b, 300, GPUNB_BACKEND_CPU) == GPUNB_OK, "open b: %s", gpunb_last_error());
+    TL_CHECK(strcmp(gpunb_backend_name(a), "reference") == 0, "handle a runs %s", gpunb_backend_name(a));
+    printf("reference back-end: %s\nCPU back-end (%s): %s\n", gpunb_backend_description(a),
+           gpunb_backend_name(b), gpunb_backend_description(b));
+    TL_CHECK(gpunb_send(a, 300, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v) == GPUNB_OK,
+             "send a: %s", gpunb_last_error());
+    TL_CHECK(gpunb_send(b, 150, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v) == GPUNB_OK,
+             "send b: %s", gpunb_last_error());
+    {
+        double h2[2] = {0.0, 0.0}, dtr[2] = {0, 0}, acc_a[2][3], acc_b[2][3], jrk[2][3];
+        int list[2 * 8];
+        gpunb_regf(a, 2, h2, dtr, (const double(*)[3])c.x, (const double(*)[3])c.v, acc_a, jrk, NULL, 8, 7, list);
+        gpunb_regf(b, 2, h2, dtr, (const double(*)[3])c.x, (const double(*)[3])c.v, acc_b, jrk, NULL, 8, 7, list);
+        TL_CHECK(fabs(acc_a[0][0] - acc_b[0][0]) > 1e-6 * fabs(acc_a[0][0]),
+                 "handles a (300 j) and b (150 j) gave the same force");
+        gpunb_stats st;
+        gpunb_get_stats(a, &st);
+        TL_CHECK(st.regf_calls == 1 && st.send_calls == 1 && st.interactions == 600.0,
+                 "stats: %lld regf, %lld send, %g interactions", st.regf_calls, st.send_calls, st.interactions);
+        expect_status(gpunb_regf(a, 2, h2, dtr, (const double(*)[3])c.x, (const double(*)[3])c.v, acc_a,
+                                 jrk, NULL, 0, 7, list),
+                      GPUNB_EUSAGE, gpunb_last_error(), "lmax = 0", "gpunb_regf with lmax 0");
+        dtr[1] = INFINITY;
+        expect_status(gpunb_regf(a, 2, h2, dtr, (const double(*)[3])c.x, (const double(*)[3])c.v, acc_a,
+                                 jrk, NULL, 8, 7, list),
+                      GPUNB_EUSAGE, gpunb_last_error(), "dtr[1] = inf", "gpunb_regf with infinite dtr");
+    }
+    expect_status(gpunb_send(a, 301, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v), GPUNB_EUSAGE,
+                  gpunb_last_error(), "nj = 301 is outside 1..300", "gpunb_send above capacity");
+    c.m[9] = -1.0;
+    expect_status(gpunb_send(a, 300, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v), GPUNB_EUSAGE,
+                  gpunb_last_error(), "m[9] = -1 is negative", "gpunb_send with a negative mass");
+    expect_status(gpunb_regf(a, 1, (double[]){1.0}, (double[]){0.0}, (const double(*)[3])c.x,
+                             (const double(*)[3])c.v, (double[1][3]){{0}}, (double[1][3]){{0}}, NULL, 8, 7,
+                             (int[8]){0}),
+                  GPUNB_EUSAGE, gpunb_last_error(), "call gpunb_send first", "regf after a failed send");
+    gpunb_close(a);
+    gpunb_close(b);
+    gpunb_close(NULL);
+
+    expect_status(gpuirr_open(&g, 0, 10), GPUIRR_EUSAGE, gpuirr_last_error(), "nmax = 0", "gpuirr_open nmax 0");
+    TL_CHECK(gpuirr_open(&g, 50, 10) == GPUIRR_OK, "gpuirr_open: %s", gpuirr_last_error());
+    printf("GPUIRR kernel: %s\n", gpuirr_kernel_name(g));
+    expect_status(gpuirr_set_list(g, 3, 2, (int[]){4, 51}), GPUIRR_EUSAGE, gpuirr_last_error(),
+                  "is 51, outside 1..nmax", "list member beyond capacity");
+    expect_status(gpuirr_predict_all(g, 1, 51, 0.0), GPUIRR_EUSAGE, gpuirr_last_error(),
+                  "last = 51 is outside 1..50", "predict_all beyond capacity");
+    double z[3] = {0, 0, 0}, bad[3] = {0, NAN, 0};
+    expect_status(gpuirr_set_particle(g, 4, z, bad, z, z, 1.0, 0.0), GPUIRR_EUSAGE, gpuirr_last_error(),
+                  "v0[1] = nan of particle 4", "NaN velocity");
+    expect_status(gpuirr_force(g, 1, (int[]){0}, (double[1][3]){{0}}, (double[1][3]){{0}}), GPUIRR_EUSAGE,
+                  gpuirr_last_error(), "addr[n] = 0 is outside", "force on index 0");
+    gpuirr_close(g);
+    tl_cluster_free(&c);
+    return tl_finish("test_native");
+}

@@ -1,0 +1,54 @@
+/* testlib.h -- what every nb6accel test needs: a seeded random generator,
+ * NBODY6-like particle sets, relative-error bookkeeping, child processes for
+ * the paths that stop the program, and a pass/fail tally. */
+#ifndef NB6_TESTLIB_H
+#define NB6_TESTLIB_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- random numbers: seed from NB6_TEST_SEED or the clock, printed ------- */
+void tl_seed_from_env(void);
+uint64_t tl_seed(void);
+double tl_uniform(void);            /* [0,1) */
+double tl_normal(void);
+int tl_int(int lo, int hi);         /* lo..hi inclusive */
+
+/* ---- particle sets ---------------------------------------------------------
+ * A Plummer sphere in N-body units, shifted by `offset` from the origin, with
+ * masses spread log-uniformly over a factor 100 (total 1), a fraction of
+ * particles placed as tight pairs (separation ~1e-4) and `nghost` zero-mass
+ * merger ghosts at x = 1e6 (as NBODY6 keeps them).  Arrays are n long. */
+typedef struct tl_cluster {
+    int n;
+    double *m;
+    double (*x)[3];
+    double (*v)[3];
+} tl_cluster;
+
+void tl_cluster_make(tl_cluster *c, int n, int nghost, double offset, double pair_fraction);
+void tl_cluster_free(tl_cluster *c);
+/* Mean mass of the massive particles (NBODY6's BODYM). */
+double tl_cluster_mean_mass(const tl_cluster *c);
+
+/* ---- checks -------------------------------------------------------------- */
+/* |a - b| / |b| for 3-vectors; |a - b| / floor when |b| < floor; 0 when a == b. */
+double tl_relerr3(const double a[3], const double b[3], double floor);
+
+/* Records one check; prints the failure with file:line. */
+#define TL_CHECK(cond, ...) tl_check((cond), __FILE__, __LINE__, __VA_ARGS__)
+int tl_check(int ok, const char *file, int line, const char *fmt, ...);
+
+/* Prints "name: N passed, M failed" and returns the exit status (0 or 1). */
+int tl_finish(const char *name);
+
+/* Skip the whole test with a reason: prints "SKIP: reason" and exits 77. */
+void tl_skip(const char *fmt, ...);
+
+/* ---- child processes ------------------------------------------------------
+ * Runs fn(arg) in a forked child with stderr captured; returns the child's
+ * exit status (128+signal if killed) and the first `len` bytes it wrote to
+ * stderr in `err`. */
+int tl_run_child(void (*fn)(void *), void *arg, char *err, size_t len);
+
+#endif
