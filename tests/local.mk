@@ -29,3 +29,17 @@ endif
 include tests/gpu/local.mk
 include tests/simd/local.mk
 include tests/plummer/local.mk
+
+# `make installcheck` (and so `make distcheck`): programs built against the
+# installed tree with nothing but pkg-config's flags.
+EXTRA_DIST += tests/install/legacy_c.c tests/install/legacy_f.f90
+installcheck-local:
+	@set -e; pc="$(DESTDIR)$(libdir)/pkgconfig"; d=`mktemp -d`; \
+	flags=`PKG_CONFIG_PATH="$$pc" PKG_CONFIG_SYSROOT_DIR="$(DESTDIR)" pkg-config --cflags --libs nb6accel`; \
+	echo "pkg-config nb6accel: $$flags"; \
+	$(CC) -o $$d/legacy_c $(srcdir)/tests/install/legacy_c.c $$flags -lm; \
+	LD_LIBRARY_PATH="$(DESTDIR)$(libdir)" $$d/legacy_c; \
+	if test -n "$(FC)"; then \
+	  (cd $$d && $(FC) -o legacy_f $(abs_srcdir)/tests/install/legacy_f.f90 $$flags) && \
+	  LD_LIBRARY_PATH="$(DESTDIR)$(libdir)" $$d/legacy_f; \
+	fi; rm -rf $$d
