@@ -58,7 +58,9 @@ int main(void)
     cxvpred_(&js, &je, &t, t0, x, v, z, z, x, v, tpred);
     cnbint_(&one, x, v, m, &nnb, &nl[1], f, fd);
     wtime_(&h, &mi, &s);
-    int ok = list[0][0] >= 1 && pot[0] > 0.0 && acc[0][0] == f[0] && tpred[0] == t && dbltim_() >= 0.0;
+    /* GPUIRR (maybe single precision) and CNBINT (double) see the same list */
+    int ok = list[0][0] >= 1 && pot[0] > 0.0 && fabs(acc[0][0] - f[0]) <= 1e-5 * fabs(f[0]) &&
+             tpred[0] == t && dbltim_() >= 0.0;
     printf("legacy_c: %s\n", ok ? "1 passed, 0 failed" : "0 passed, 1 failed");
     return !ok;
 }
