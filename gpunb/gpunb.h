@@ -33,8 +33,9 @@ enum gpunb_status {
 
 /* Which implementation computes the regular force. */
 enum gpunb_backend_kind {
-    GPUNB_BACKEND_DEFAULT = 0, /* NB6ACCEL_GPUNB=cpu|cuda|reference if set, else CUDA when
-                                  built with it and a device is usable, else CPU */
+    GPUNB_BACKEND_DEFAULT = 0, /* NB6ACCEL_GPUNB=cpu|cuda|reference if set; else a build
+                                  with CUDA needs a usable GPU (or NB6ACCEL_CPU_FALLBACK=1
+                                  to allow the CPU), a build without uses the CPU */
     GPUNB_BACKEND_CPU = 1,     /* the fastest host back-end (SIMD + OpenMP)        */
     GPUNB_BACKEND_CUDA = 2,    /* one or more GPUs (GPU_LIST / CUDA_VISIBLE_DEVICES) */
     GPUNB_BACKEND_REFERENCE = 3 /* plain C in double precision, OpenMP: the yardstick */

@@ -60,6 +60,14 @@ static const gpunb_backend_ops *cuda_ops(void)
 #endif
 }
 
+/* A build with CUDA was made for a GPU: when none is usable, a run on the CPU
+ * (tens of times slower) happens only if the user allows it. */
+static int cpu_fallback_allowed(void)
+{
+    const char *env = nb6_getenv("NB6ACCEL_CPU_FALLBACK");
+    return env && strcmp(env, "0") != 0 && strcmp(env, "no") != 0;
+}
+
 /* NB6ACCEL_GPUNB overrides the default; a GPU that was asked for but cannot be
  * used is an error, never a silent switch to the CPU. */
 static int choose_backend(enum gpunb_backend_kind kind, const gpunb_backend_ops **ops,
@@ -70,11 +78,19 @@ static int choose_backend(enum gpunb_backend_kind kind, const gpunb_backend_ops 
     if (kind == GPUNB_BACKEND_DEFAULT) {
         const char *env = nb6_getenv("NB6ACCEL_GPUNB");
         if (!env || strcmp(env, "auto") == 0) {
-            if (usable_cuda(why)) {
-                *ops = cuda_ops();
-            } else {
+            if (!cuda_ops()) {
                 *ops = host_ops();
-                nb6_format(note, "using the CPU back-end: %s", why);
+            } else if (usable_cuda(why)) {
+                *ops = cuda_ops();
+            } else if (cpu_fallback_allowed()) {
+                *ops = host_ops();
+                nb6_format(note, "CPU fallback allowed by NB6ACCEL_CPU_FALLBACK: %s", why);
+            } else {
+                return gpunb_fail(GPUNB_EDEVICE,
+                                  "gpunb_open: this build is for CUDA GPUs but %s; set "
+                                  "NB6ACCEL_CPU_FALLBACK=1 to run on the CPU instead, or "
+                                  "NB6ACCEL_GPUNB=cpu",
+                                  why);
             }
             return GPUNB_OK;
         }
