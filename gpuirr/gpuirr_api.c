@@ -34,6 +34,7 @@ void gpuirr_close(gpuirr *g)
     nb6_free(g->t0);
     nb6_free(g->xp);
     nb6_free(g->vp);
+    nb6_free(g->rec);
     nb6_free(g->lists);
     nb6_free(g->stamp);
     nb6_free(g->work);
@@ -71,11 +72,12 @@ int gpuirr_open(gpuirr **out, int nmax, int lmax)
     g->t0 = nb6_alloc(n * sizeof(double));
     g->xp = nb6_alloc(n * sizeof(double[3]));
     g->vp = nb6_alloc(n * sizeof(double[3]));
+    g->rec = nb6_alloc(n * GPUIRR_REC * sizeof(float));
     g->lists = nb6_alloc(n * (size_t)lmax * sizeof(int));
     g->stamp = nb6_alloc(n * sizeof(unsigned));
     g->work = nb6_alloc(n * sizeof(int));
     if (!g->x0 || !g->v0 || !g->f_half || !g->fdot_sixth || !g->mass || !g->t0 || !g->xp ||
-        !g->vp || !g->lists || !g->stamp || !g->work) {
+        !g->vp || !g->rec || !g->lists || !g->stamp || !g->work) {
         gpuirr_close(g);
         return gpuirr_fail(GPUIRR_ERESOURCE,
                            "gpuirr_open: out of host memory for nmax = %d, lmax = %d (%.1f MB of lists)",

@@ -18,6 +18,13 @@ struct gpuirr {
     /* Predicted positions and velocities, double (reference kernel). */
     double (*xp)[3], (*vp)[3];
 
+    /* Predictions of the SIMD kernels: one 64-byte record (one cache line,
+     * so a gathered neighbour costs one line) of GPUIRR_REC floats per slot,
+     * laid out as GPUIRR_REC_* says.  The position is a two-float pair
+     * hi + lo (about 48 bits) so that x_j - x_i keeps full float precision
+     * far from the origin and for tight pairs. */
+    float *rec;
+
     /* lists[s*lmax] = count, lists[s*lmax + 1 .. count] = 1-based members. */
     int *lists;
 
@@ -40,7 +47,20 @@ typedef struct gpuirr_kernel {
     void (*force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*jrk)[3]);
 } gpuirr_kernel;
 
+enum {
+    GPUIRR_REC = 16,     /* floats per record                               */
+    GPUIRR_REC_XHI = 0,  /* x, y, z rounded to float                        */
+    GPUIRR_REC_MASS = 3, /* mass                                            */
+    GPUIRR_REC_XLO = 4,  /* x - hi, y - hi, z - hi, rounded to float        */
+    GPUIRR_REC_V = 8     /* vx, vy, vz; floats 7 and 11..15 are padding     */
+};
+
 NB6_INTERNAL extern const gpuirr_kernel gpuirr_kernel_scalar;
+/* SIMD kernels (gpuirr/simd/gpuirr_simd_kernel.c, one per level built). */
+NB6_INTERNAL extern const gpuirr_kernel gpuirr_kernel_sse2;
+NB6_INTERNAL extern const gpuirr_kernel gpuirr_kernel_avx;
+NB6_INTERNAL extern const gpuirr_kernel gpuirr_kernel_avx2;
+NB6_INTERNAL extern const gpuirr_kernel gpuirr_kernel_avx512;
 
 NB6_INTERNAL int gpuirr_fail(int status, const char *fmt, ...) NB6_PRINTF(2, 3);
 

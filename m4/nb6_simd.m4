@@ -1,6 +1,9 @@
 # NB6_CHECK_SIMD: which instruction sets the C compiler can build kernels for.
 # Each level gets SIMD_<LEVEL>_CFLAGS, the conditional HAVE_SIMD_<LEVEL> and a
 # define NB6ACCEL_HAVE_<LEVEL>; --disable-simd turns them all off.
+# The SIMD + OpenMP host back-end of GPUNB (gpunb/simd/) is always built: it
+# has a portable path and adds every level found here
+# (NB6ACCEL_HAVE_GPUNB_SIMD makes gpunb_api.c use it for the CPU back-end).
 AC_DEFUN([NB6_CHECK_SIMD_LEVEL], [
   AC_CACHE_CHECK([whether $CC builds $1 code with $2], [nb6_cv_simd_$1], [
     nb6_save_CFLAGS=$CFLAGS
@@ -22,6 +25,8 @@ AC_ARG_ENABLE([simd],
   [AS_HELP_STRING([--disable-simd], [build only the scalar kernels])],
   [], [enable_simd=yes])
 nb6_simd_levels="scalar"
+AC_DEFINE([NB6ACCEL_HAVE_GPUNB_SIMD], [1],
+  [Define when the SIMD + OpenMP host back-end of GPUNB is built (always).])
 AS_CASE([$host_cpu], [x86_64|i?86], [
   NB6_CHECK_SIMD_LEVEL([sse2], [-msse2],
     [__m128 a = _mm_set1_ps(1.0f); a = _mm_rsqrt_ps(a); (void)a;])
@@ -29,7 +34,9 @@ AS_CASE([$host_cpu], [x86_64|i?86], [
     [__m256 a = _mm256_set1_ps(1.0f); a = _mm256_rsqrt_ps(a); (void)a;])
   NB6_CHECK_SIMD_LEVEL([avx2], [-mavx2 -mfma],
     [__m256 a = _mm256_set1_ps(1.0f); a = _mm256_fmadd_ps(a, a, a); (void)a;])
-  NB6_CHECK_SIMD_LEVEL([avx512], [-mavx512f],
+  dnl -mavx512f alone does not enable FMA for the scalar and auto-vectorised
+  dnl code around the intrinsics; every AVX-512F CPU has FMA.
+  NB6_CHECK_SIMD_LEVEL([avx512], [-mavx512f -mfma],
     [__m512 a = _mm512_set1_ps(1.0f); a = _mm512_rsqrt14_ps(a); (void)a;])
 ], [
   AM_CONDITIONAL([HAVE_SIMD_SSE2], [false])

@@ -1,0 +1,69 @@
+/* nb6_simd_avx2.h -- the vector vocabulary of the SIMD kernels for AVX2 + FMA:
+ * 8 float lanes, vector masks, hardware gather.  Compile with SIMD_AVX2_CFLAGS.
+ * Same names as nb6_simd_avx512.h. */
+#ifndef NB6_SIMD_ISA_H
+#define NB6_SIMD_ISA_H
+
+#include <immintrin.h>
+
+#define SIMD_VL 8
+#define SIMD_LEVEL_NAME "avx2"
+#define SIMD_SUFFIX(name) name##_avx2
+
+typedef __m256 simd_f;
+typedef __m256 simd_mask; /* all-ones lanes */
+typedef __m256i simd_idx;
+
+static inline simd_f simd_set1(float a) { return _mm256_set1_ps(a); }
+static inline simd_f simd_zero(void) { return _mm256_setzero_ps(); }
+static inline simd_f simd_load(const float *p) { return _mm256_load_ps(p); }
+static inline simd_f simd_add(simd_f a, simd_f b) { return _mm256_add_ps(a, b); }
+static inline simd_f simd_sub(simd_f a, simd_f b) { return _mm256_sub_ps(a, b); }
+static inline simd_f simd_mul(simd_f a, simd_f b) { return _mm256_mul_ps(a, b); }
+static inline simd_f simd_min(simd_f a, simd_f b) { return _mm256_min_ps(a, b); }
+static inline simd_f simd_fmadd(simd_f a, simd_f b, simd_f c) { return _mm256_fmadd_ps(a, b, c); }
+static inline simd_f simd_fnmadd(simd_f a, simd_f b, simd_f c) { return _mm256_fnmadd_ps(a, b, c); }
+
+static inline simd_mask simd_lt(simd_f a, simd_f b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+static inline simd_mask simd_mask_not(simd_mask m)
+{
+    return _mm256_xor_ps(m, _mm256_castsi256_ps(_mm256_set1_epi32(-1)));
+}
+static inline simd_f simd_keep(simd_f a, simd_mask m) { return _mm256_and_ps(a, m); }
+static inline unsigned simd_mask_bits(simd_mask m) { return (unsigned)_mm256_movemask_ps(m); }
+static inline simd_mask simd_first(int n)
+{
+    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
+}
+
+/* 1/sqrt(r2), 0 where r2 == 0.  AVX's rsqrt has only 12 bits; one Newton
+ * step would leave a one-sided error of ~2e-7 (6e-7 in r^-3), above the
+ * accuracy budget, so this level uses a correctly rounded sqrt and divide. */
+static inline simd_f simd_rsqrt_nz(simd_f r2)
+{
+    __m256 pos = _mm256_cmp_ps(r2, _mm256_setzero_ps(), _CMP_GT_OQ);
+    return _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(r2)), pos);
+}
+
+static inline simd_idx simd_idx_load16(const int *p, int n)
+{
+    __m256i v = n >= SIMD_VL ? _mm256_loadu_si256((const __m256i *)p)
+                             : _mm256_maskload_epi32(p, _mm256_castps_si256(simd_first(n)));
+    return _mm256_slli_epi32(v, 4);
+}
+
+static inline simd_f simd_gather(const float *base, simd_idx idx, simd_mask valid)
+{
+    return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, idx, valid, 4);
+}
+
+static inline double simd_hsum(simd_f v)
+{
+    __m256d d = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)),
+                              _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(d), _mm256_extractf128_pd(d, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+#endif

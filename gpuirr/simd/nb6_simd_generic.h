@@ -1,0 +1,45 @@
+/* nb6_simd_generic.h -- the vector vocabulary with one lane in plain C: the
+ * portable path of the GPUNB host back-end on CPUs without a SIMD level of
+ * this build (the compiler may still vectorise it).  Same names as
+ * nb6_simd_avx512.h. */
+#ifndef NB6_SIMD_ISA_H
+#define NB6_SIMD_ISA_H
+
+#include <math.h>
+
+#define SIMD_VL 1
+#define SIMD_LEVEL_NAME "scalar"
+#define SIMD_SUFFIX(name) name##_scalar
+
+typedef float simd_f;
+typedef int simd_mask;
+typedef struct { int off; int n; } simd_idx;
+
+static inline simd_f simd_set1(float a) { return a; }
+static inline simd_f simd_zero(void) { return 0.0f; }
+static inline simd_f simd_load(const float *p) { return *p; }
+static inline simd_f simd_add(simd_f a, simd_f b) { return a + b; }
+static inline simd_f simd_sub(simd_f a, simd_f b) { return a - b; }
+static inline simd_f simd_mul(simd_f a, simd_f b) { return a * b; }
+static inline simd_f simd_min(simd_f a, simd_f b) { return a < b ? a : b; }
+static inline simd_f simd_fmadd(simd_f a, simd_f b, simd_f c) { return a * b + c; }
+static inline simd_f simd_fnmadd(simd_f a, simd_f b, simd_f c) { return c - a * b; }
+static inline simd_mask simd_lt(simd_f a, simd_f b) { return a < b; }
+static inline simd_mask simd_mask_not(simd_mask m) { return !m; }
+static inline simd_f simd_keep(simd_f a, simd_mask m) { return m ? a : 0.0f; }
+static inline unsigned simd_mask_bits(simd_mask m) { return m ? 1u : 0u; }
+static inline simd_mask simd_first(int n) { return n > 0; }
+static inline simd_f simd_rsqrt_nz(simd_f r2) { return r2 > 0.0f ? 1.0f / sqrtf(r2) : 0.0f; }
+static inline simd_idx simd_idx_load16(const int *p, int n)
+{
+    simd_idx x = {n > 0 ? p[0] * 16 : 0, n > 0};
+    return x;
+}
+static inline simd_f simd_gather(const float *base, simd_idx idx, simd_mask valid)
+{
+    (void)valid;
+    return idx.n ? base[idx.off] : 0.0f;
+}
+static inline double simd_hsum(simd_f v) { return v; }
+
+#endif

@@ -1,0 +1,73 @@
+/* nb6_simd_sse2.h -- the vector vocabulary of the SIMD kernels for SSE2:
+ * 4 float lanes, no FMA, no gather.  Compile with SIMD_SSE2_CFLAGS.  Same
+ * names as nb6_simd_avx512.h. */
+#ifndef NB6_SIMD_ISA_H
+#define NB6_SIMD_ISA_H
+
+#include <emmintrin.h>
+
+#define SIMD_VL 4
+#define SIMD_LEVEL_NAME "sse2"
+#define SIMD_SUFFIX(name) name##_sse2
+
+typedef __m128 simd_f;
+typedef __m128 simd_mask;
+typedef struct { int off[SIMD_VL]; int n; } simd_idx;
+
+static inline simd_f simd_set1(float a) { return _mm_set1_ps(a); }
+static inline simd_f simd_zero(void) { return _mm_setzero_ps(); }
+static inline simd_f simd_load(const float *p) { return _mm_load_ps(p); }
+static inline simd_f simd_add(simd_f a, simd_f b) { return _mm_add_ps(a, b); }
+static inline simd_f simd_sub(simd_f a, simd_f b) { return _mm_sub_ps(a, b); }
+static inline simd_f simd_mul(simd_f a, simd_f b) { return _mm_mul_ps(a, b); }
+static inline simd_f simd_min(simd_f a, simd_f b) { return _mm_min_ps(a, b); }
+static inline simd_f simd_fmadd(simd_f a, simd_f b, simd_f c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+static inline simd_f simd_fnmadd(simd_f a, simd_f b, simd_f c) { return _mm_sub_ps(c, _mm_mul_ps(a, b)); }
+
+static inline simd_mask simd_lt(simd_f a, simd_f b) { return _mm_cmplt_ps(a, b); }
+static inline simd_mask simd_mask_not(simd_mask m)
+{
+    return _mm_xor_ps(m, _mm_castsi128_ps(_mm_set1_epi32(-1)));
+}
+static inline simd_f simd_keep(simd_f a, simd_mask m) { return _mm_and_ps(a, m); }
+static inline unsigned simd_mask_bits(simd_mask m) { return (unsigned)_mm_movemask_ps(m); }
+static inline simd_mask simd_first(int n)
+{
+    __m128i lane = _mm_setr_epi32(0, 1, 2, 3);
+    return _mm_castsi128_ps(_mm_cmpgt_epi32(_mm_set1_epi32(n), lane));
+}
+
+/* 1/sqrt(r2), 0 where r2 == 0: sqrt and divide (see nb6_simd_avx2.h). */
+static inline simd_f simd_rsqrt_nz(simd_f r2)
+{
+    __m128 pos = _mm_cmpgt_ps(r2, _mm_setzero_ps());
+    return _mm_and_ps(_mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(r2)), pos);
+}
+
+static inline simd_idx simd_idx_load16(const int *p, int n)
+{
+    simd_idx x;
+    x.n = n < SIMD_VL ? n : SIMD_VL;
+    for (int l = 0; l < SIMD_VL; l++)
+        x.off[l] = l < x.n ? p[l] * 16 : 0;
+    return x;
+}
+
+static inline simd_f simd_gather(const float *base, simd_idx idx, simd_mask valid)
+{
+    (void)valid;
+    if (idx.n == SIMD_VL)
+        return _mm_setr_ps(base[idx.off[0]], base[idx.off[1]], base[idx.off[2]], base[idx.off[3]]);
+    float t[SIMD_VL] = {0};
+    for (int l = 0; l < idx.n; l++)
+        t[l] = base[idx.off[l]];
+    return _mm_loadu_ps(t);
+}
+
+static inline double simd_hsum(simd_f v)
+{
+    __m128d s = _mm_add_pd(_mm_cvtps_pd(v), _mm_cvtps_pd(_mm_movehl_ps(v, v)));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+#endif
