@@ -15,8 +15,8 @@
 
 #include <stddef.h>
 
-/* j per float partial sum: 4096 / SIMD_VL terms per lane. */
-enum { J_TILE = 4096 };
+/* j per float partial sum: 256 terms per lane at every level. */
+enum { J_TILE = 256 * SIMD_VL };
 
 static inline int lowest_bit(unsigned bits) { return __builtin_ctz(bits); }
 

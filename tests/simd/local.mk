@@ -7,3 +7,8 @@ check_PROGRAMS += tests/simd/test_gpuirr_simd
 tests_simd_test_gpuirr_simd_SOURCES = tests/simd/test_gpuirr_simd.c tests/simd/simd_testutil.h
 tests_simd_test_gpuirr_simd_LDADD = libgpuirr.la
 TESTS += tests/simd/test_gpuirr_simd
+
+check_PROGRAMS += tests/simd/test_gpunb_simd
+tests_simd_test_gpunb_simd_SOURCES = tests/simd/test_gpunb_simd.c tests/simd/simd_testutil.h
+tests_simd_test_gpunb_simd_LDADD = libgpunb.la
+TESTS += tests/simd/test_gpunb_simd
