@@ -1,26 +1,449 @@
-/* gpunb_cuda.c -- CUDA back-end of GPUNB (host side).  Temporary: the
- * symbols exist so that a CUDA build links; the back-end reports itself
- * unusable until the kernels land. */
+/* gpunb_cuda.c -- CUDA back-end of GPUNB, host side: device state, uploads,
+ * the launch sequence of one REGF and the combination of several GPUs.
+ *
+ * Per REGF call and GPU: upload of the i data, the force kernel (i on
+ * threads, the GPU's j range split into slices over the blocks, as many as
+ * the GPU keeps resident, sized from its SM count at open), the reduction
+ * kernel (partial forces summed in double) and the list-gathering kernel
+ * (sorted compact lists), download of the NI result records and of the
+ * compact lists; then one synchronisation per GPU and the sum over GPUs in
+ * double on the host.  The j-set is split over the GPUs in contiguous
+ * ranges, so their lists concatenate in ascending order.
+ *
+ * Positions go to the GPU as floats relative to an origin chosen at send
+ * (the j-set's centre of mass): the i coordinates, bit-equal to their j
+ * entries in double, convert to bit-equal floats, so self stays an exact
+ * r = 0 neighbour; and clusters far from the coordinate origin lose nothing. */
 #include "config.h"
 #include "gpunb_backend.h"
 
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpunb_cuda_const.h"
+#include "gpunb_cuda_devices.h"
+#include "gpunb_cuda_kernels.h"
+
+/* Most ints the partial neighbour lists of one launch may take per GPU
+ * (chunk * cap); a huge lmax shrinks the chunk of i per launch instead. */
+#define LIST_BUDGET_INTS (32L << 20)
+
+typedef struct cuda_gpu {
+    int device;
+    char name[256];
+    int sms;          /* multiprocessors                                  */
+    int force_blocks; /* force blocks resident at once on the whole GPU   */
+    cudaStream_t stream;
+    cudaEvent_t ev_force0, ev_force1;
+    /* this GPU's part of the current j-set: j0 .. j0 + nj - 1 */
+    int j0, nj;
+    long long ntiles;
+    float4 *d_jpos, *d_jvel, *h_jpos, *h_jvel; /* capacity rounded up to a tile */
+    float4 *d_ipos, *d_ivel;                   /* NI_CHUNK                      */
+    float *d_partial;                          /* partial_floats                */
+    int *d_nbcount;                            /* NI_CHUNK, zero between calls  */
+    int *d_total;
+    gpunb_cuda_result *d_result, *h_result; /* NI_CHUNK */
+    int *d_nblist, *d_compact, *h_compact;  /* list_ints each */
+    long list_ints;
+    long downloaded; /* ints of h_compact fetched by the asynchronous copy */
+    double lists_per_i; /* mean list length of the last call: sizes that copy */
+    int busy;           /* has work in the current call                  */
+} cuda_gpu;
+
+typedef struct cuda_state {
+    int ngpu;
+    cuda_gpu *gpu;
+    int capacity_pad;
+    int nj;
+    int dirty; /* a call failed half-way: the counters need a reset */
+    double origin[3], vorigin[3];
+    float4 *h_ipos, *h_ivel; /* pinned, NI_CHUNK, shared by the GPUs */
+} cuda_state;
+
+#define CHECK(g, expr) GPUNB_CUDA_CHECK((g)->device, expr)
+
+static long long tiles_of(long long n) { return (n + GPUNB_CUDA_TILE_J - 1) / GPUNB_CUDA_TILE_J; }
+
 int gpunb_cuda_usable(char *why)
 {
-    nb6_format(why, "the CUDA back-end is not finished yet");
-    return 0;
+    int *ids, n = gpunb_cuda_devices_select(&ids, why), ok = n > 0;
+    for (int k = 0; k < n && ok; k++) {
+        cudaError_t err = cudaSetDevice(ids[k]);
+        if (err == cudaSuccess)
+            err = gpunb_cuda_probe_kernels();
+        if (err != cudaSuccess) {
+            nb6_format(why, "CUDA device %d cannot run the GPUNB kernels: %s: %s", ids[k],
+                       cudaGetErrorName(err), cudaGetErrorString(err));
+            cudaGetLastError();
+            ok = 0;
+        }
+    }
+    free(ids);
+    return ok;
+}
+
+static void free_gpu(cuda_gpu *g)
+{
+    if (cudaSetDevice(g->device) != cudaSuccess)
+        return;
+    cudaFree(g->d_jpos);
+    cudaFree(g->d_jvel);
+    cudaFreeHost(g->h_jpos);
+    cudaFreeHost(g->h_jvel);
+    cudaFree(g->d_ipos);
+    cudaFree(g->d_ivel);
+    cudaFree(g->d_partial);
+    cudaFree(g->d_nbcount);
+    cudaFree(g->d_total);
+    cudaFree(g->d_result);
+    cudaFreeHost(g->h_result);
+    cudaFree(g->d_nblist);
+    cudaFree(g->d_compact);
+    cudaFreeHost(g->h_compact);
+    if (g->ev_force0)
+        cudaEventDestroy(g->ev_force0);
+    if (g->ev_force1)
+        cudaEventDestroy(g->ev_force1);
+    if (g->stream)
+        cudaStreamDestroy(g->stream);
+}
+
+static void cuda_close(void *state)
+{
+    cuda_state *s = state;
+    if (!s)
+        return;
+    for (int k = 0; k < s->ngpu; k++)
+        free_gpu(&s->gpu[k]);
+    cudaFreeHost(s->h_ipos);
+    cudaFreeHost(s->h_ivel);
+    free(s->gpu);
+    free(s);
+}
+
+static int host_alloc(cuda_gpu *g, void **p, size_t bytes)
+{
+    CHECK(g, cudaHostAlloc(p, bytes, cudaHostAllocPortable));
+    return GPUNB_OK;
+}
+
+static int open_gpu(cuda_gpu *g, int capacity_pad)
+{
+    struct cudaDeviceProp prop;
+    int per_sm = 0;
+    const size_t jbytes = sizeof(float4) * (size_t)capacity_pad;
+    const size_t ibytes = sizeof(float4) * GPUNB_CUDA_NI_CHUNK;
+    size_t partial_floats;
+
+    CHECK(g, cudaSetDevice(g->device));
+    CHECK(g, cudaGetDeviceProperties(&prop, g->device));
+    snprintf(g->name, sizeof g->name, "%s", prop.name);
+    g->sms = prop.multiProcessorCount;
+    CHECK(g, gpunb_cuda_force_occupancy(&per_sm));
+    g->force_blocks = g->sms * (per_sm > 0 ? per_sm : 1);
+    CHECK(g, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+    CHECK(g, cudaEventCreate(&g->ev_force0));
+    CHECK(g, cudaEventCreate(&g->ev_force1));
+    CHECK(g, cudaMalloc((void **)&g->d_jpos, jbytes));
+    CHECK(g, cudaMalloc((void **)&g->d_jvel, jbytes));
+    CHECK(g, cudaMalloc((void **)&g->d_ipos, ibytes));
+    CHECK(g, cudaMalloc((void **)&g->d_ivel, ibytes));
+    /* nslices * ni_tiles <= force_blocks + ni_tiles (see launch_gpu) */
+    partial_floats = (size_t)(g->force_blocks + GPUNB_CUDA_NI_CHUNK / GPUNB_CUDA_BLOCK_I) *
+                     GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_NPARTIAL;
+    CHECK(g, cudaMalloc((void **)&g->d_partial, sizeof(float) * partial_floats));
+    CHECK(g, cudaMalloc((void **)&g->d_nbcount, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
+    CHECK(g, cudaMemset(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
+    CHECK(g, cudaMalloc((void **)&g->d_total, sizeof(int)));
+    CHECK(g, cudaMalloc((void **)&g->d_result, sizeof(gpunb_cuda_result) * GPUNB_CUDA_NI_CHUNK));
+    int st;
+    if ((st = host_alloc(g, (void **)&g->h_jpos, jbytes)) || (st = host_alloc(g, (void **)&g->h_jvel, jbytes)) ||
+        (st = host_alloc(g, (void **)&g->h_result, sizeof(gpunb_cuda_result) * GPUNB_CUDA_NI_CHUNK)))
+        return st;
+    g->lists_per_i = 64.0;
+    return GPUNB_OK;
 }
 
 static int cuda_open(void **state, int capacity, char *desc)
 {
-    (void)state; (void)capacity; (void)desc;
-    return gpunb_fail(GPUNB_EDEVICE, "gpunb_open: the CUDA back-end is not finished yet");
+    char why[NB6_ERRMSG_LEN];
+    int *ids, n = gpunb_cuda_devices_select(&ids, why), st;
+    cuda_state *s;
+    size_t len;
+
+    if (n < 1)
+        return gpunb_fail(GPUNB_EDEVICE, "gpunb_open: %s", why);
+    s = calloc(1, sizeof *s);
+    if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu))) {
+        free(s);
+        free(ids);
+        return gpunb_fail(GPUNB_ERESOURCE, "gpunb_open: out of host memory");
+    }
+    s->ngpu = n;
+    s->capacity_pad = (int)(tiles_of(capacity) * GPUNB_CUDA_TILE_J);
+    for (int k = 0; k < n; k++)
+        s->gpu[k].device = ids[k];
+    free(ids);
+    for (int k = 0; k < n; k++)
+        if ((st = open_gpu(&s->gpu[k], s->capacity_pad)) != GPUNB_OK) {
+            cuda_close(s);
+            return st;
+        }
+    if ((st = host_alloc(&s->gpu[0], (void **)&s->h_ipos, sizeof(float4) * GPUNB_CUDA_NI_CHUNK)) ||
+        (st = host_alloc(&s->gpu[0], (void **)&s->h_ivel, sizeof(float4) * GPUNB_CUDA_NI_CHUNK))) {
+        cuda_close(s);
+        return st;
+    }
+    len = (size_t)snprintf(desc, NB6_ERRMSG_LEN, "CUDA, %d GPU%s:", n, n > 1 ? "s" : "");
+    for (int k = 0; k < n && len < NB6_ERRMSG_LEN; k++)
+        len += (size_t)snprintf(desc + len, NB6_ERRMSG_LEN - len, "%s %d = %s (%d SMs, %d force blocks)",
+                                k ? "," : "", s->gpu[k].device, s->gpu[k].name, s->gpu[k].sms,
+                                s->gpu[k].force_blocks);
+    if (len < NB6_ERRMSG_LEN)
+        snprintf(desc + len, NB6_ERRMSG_LEN - len,
+                 "; float pairs about the j-set's centre of mass, double sums");
+    *state = s;
+    return GPUNB_OK;
 }
 
-static void cuda_close(void *state) { (void)state; }
+/* The origin of the float coordinates: the centre of mass (ghosts have no
+ * mass and sit at 1e6, so they do not pull it away), or the plain mean of a
+ * massless set. */
+static void choose_origin(cuda_state *s, int nj, const double *m, const double (*x)[3],
+                          const double (*v)[3])
+{
+    double mt = 0, cx[3] = {0, 0, 0}, cv[3] = {0, 0, 0};
+    for (int j = 0; j < nj; j++) {
+        double w = m[j];
+        mt += w;
+        for (int c = 0; c < 3; c++) {
+            cx[c] += w * x[j][c];
+            cv[c] += w * v[j][c];
+        }
+    }
+    if (mt <= 0.0) {
+        for (int c = 0; c < 3; c++)
+            cx[c] = cv[c] = 0.0;
+        for (int j = 0; j < nj; j++)
+            for (int c = 0; c < 3; c++) {
+                cx[c] += x[j][c];
+                cv[c] += v[j][c];
+            }
+        mt = nj;
+    }
+    for (int c = 0; c < 3; c++) {
+        s->origin[c] = cx[c] / mt;
+        s->vorigin[c] = cv[c] / mt;
+    }
+}
 
 static int cuda_send(void *state, int nj, const double *m, const double (*x)[3], const double (*v)[3])
 {
-    return gpunb_fail(GPUNB_EDEVICE, "gpunb_send: the CUDA back-end is not finished yet");
+    cuda_state *s = state;
+    const long long ntiles = tiles_of(nj);
+
+    choose_origin(s, nj, m, x, v);
+    for (int k = 0; k < s->ngpu; k++) {
+        cuda_gpu *g = &s->gpu[k];
+        const long long t0 = ntiles * k / s->ngpu, t1 = ntiles * (k + 1) / s->ngpu;
+        const long long jend = t1 * GPUNB_CUDA_TILE_J < nj ? t1 * GPUNB_CUDA_TILE_J : nj;
+        g->j0 = (int)(t0 * GPUNB_CUDA_TILE_J);
+        g->nj = jend > g->j0 ? (int)(jend - g->j0) : 0;
+        g->ntiles = t1 - t0;
+        if (g->ntiles == 0)
+            continue;
+        CHECK(g, cudaSetDevice(g->device));
+        CHECK(g, cudaStreamSynchronize(g->stream)); /* the staging buffers are free */
+        const int npad = (int)(g->ntiles * GPUNB_CUDA_TILE_J);
+        const double *o = s->origin, *vo = s->vorigin;
+#pragma omp parallel for if (npad > 8192) schedule(static)
+        for (int q = 0; q < npad; q++) {
+            if (q < g->nj) {
+                const int j = g->j0 + q;
+                g->h_jpos[q] = (float4){(float)(x[j][0] - o[0]), (float)(x[j][1] - o[1]),
+                                        (float)(x[j][2] - o[2]), (float)m[j]};
+                g->h_jvel[q] = (float4){(float)(v[j][0] - vo[0]), (float)(v[j][1] - vo[1]),
+                                        (float)(v[j][2] - vo[2]), 0.0f};
+            } else { /* padding: massless, never a neighbour, adds nothing */
+                g->h_jpos[q] = (float4){0, 0, 0, 0};
+                g->h_jvel[q] = (float4){0, 0, 0, 0};
+            }
+        }
+        CHECK(g, cudaMemcpyAsync(g->d_jpos, g->h_jpos, sizeof(float4) * (size_t)npad,
+                                 cudaMemcpyHostToDevice, g->stream));
+        CHECK(g, cudaMemcpyAsync(g->d_jvel, g->h_jvel, sizeof(float4) * (size_t)npad,
+                                 cudaMemcpyHostToDevice, g->stream));
+    }
+    s->nj = nj;
+    return GPUNB_OK;
+}
+
+/* Neighbour entries each i may store on GPU g: never more than its j. */
+static int cap_of(const cuda_gpu *g, int limit)
+{
+    int cap = limit < g->nj ? limit : g->nj;
+    return cap > 0 ? cap : 1;
+}
+
+/* The list buffers grow to chunk * cap ints the first time a call needs more
+ * (once per run in NBODY6, whose lmax is fixed). */
+static int ensure_lists(cuda_gpu *g, long ints)
+{
+    if (ints <= g->list_ints)
+        return GPUNB_OK;
+    CHECK(g, cudaSetDevice(g->device));
+    CHECK(g, cudaStreamSynchronize(g->stream));
+    cudaFree(g->d_nblist);
+    cudaFree(g->d_compact);
+    cudaFreeHost(g->h_compact);
+    g->d_nblist = g->d_compact = g->h_compact = NULL;
+    g->list_ints = 0;
+    CHECK(g, cudaMalloc((void **)&g->d_nblist, sizeof(int) * (size_t)ints));
+    CHECK(g, cudaMalloc((void **)&g->d_compact, sizeof(int) * (size_t)ints));
+    CHECK(g, cudaHostAlloc((void **)&g->h_compact, sizeof(int) * (size_t)ints, cudaHostAllocPortable));
+    g->list_ints = ints;
+    return GPUNB_OK;
+}
+
+/* Enqueue one chunk on GPU g: upload i, force, reduce, gather, downloads. */
+static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit)
+{
+    const int ni_tiles = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I;
+    const int ni_pad = ni_tiles * GPUNB_CUDA_BLOCK_I;
+    const int cap = cap_of(g, limit);
+    long long nslices = (g->force_blocks + ni_tiles - 1) / ni_tiles;
+    long guess;
+
+    if (nslices > g->ntiles)
+        nslices = g->ntiles;
+    if (nslices < 1)
+        nslices = 1;
+    CHECK(g, cudaSetDevice(g->device));
+    if (s->dirty)
+        CHECK(g, cudaMemsetAsync(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK, g->stream));
+    CHECK(g, cudaMemcpyAsync(g->d_ipos, s->h_ipos, sizeof(float4) * (size_t)ni_pad,
+                             cudaMemcpyHostToDevice, g->stream));
+    CHECK(g, cudaMemcpyAsync(g->d_ivel, s->h_ivel, sizeof(float4) * (size_t)ni_pad,
+                             cudaMemcpyHostToDevice, g->stream));
+    gpunb_cuda_force_args a = {
+        .jpos = g->d_jpos, .jvel = g->d_jvel, .ntiles = g->ntiles, .j0 = g->j0,
+        .ipos = g->d_ipos, .ivel = g->d_ivel, .ni_tiles = ni_tiles, .nslices = (int)nslices,
+        .partial = g->d_partial, .nbcount = g->d_nbcount, .nblist = g->d_nblist, .cap = cap,
+        .total = g->d_total,
+    };
+    CHECK(g, cudaEventRecord(g->ev_force0, g->stream));
+    CHECK(g, gpunb_cuda_launch_force(&a, g->stream));
+    CHECK(g, cudaEventRecord(g->ev_force1, g->stream));
+    CHECK(g, gpunb_cuda_launch_reduce(g->d_partial, (int)nslices, ni, ni_pad, g->d_result, g->stream));
+    CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit, g->d_total,
+                                      g->d_compact, g->d_result, g->stream));
+    CHECK(g, cudaMemcpyAsync(g->h_result, g->d_result, sizeof(gpunb_cuda_result) * (size_t)ni,
+                             cudaMemcpyDeviceToHost, g->stream));
+    /* The lists' total length is known only afterwards: fetch what the last
+     * call suggests, and the rest (rarely) after the synchronisation. */
+    guess = (long)(1.5 * g->lists_per_i * ni) + 256;
+    if (guess > (long)ni * cap)
+        guess = (long)ni * cap;
+    CHECK(g, cudaMemcpyAsync(g->h_compact, g->d_compact, sizeof(int) * (size_t)guess,
+                             cudaMemcpyDeviceToHost, g->stream));
+    g->downloaded = guess;
+    return GPUNB_OK;
+}
+
+/* Wait for GPU g; fetch the rest of the lists if the guess was short. */
+static int finish_gpu(cuda_gpu *g, int ni, double *t_force)
+{
+    float ms = 0.0f;
+    long total = 0;
+
+    CHECK(g, cudaSetDevice(g->device));
+    CHECK(g, cudaStreamSynchronize(g->stream));
+    CHECK(g, cudaEventElapsedTime(&ms, g->ev_force0, g->ev_force1));
+    if (1e-3 * ms > *t_force)
+        *t_force = 1e-3 * ms;
+    for (int i = 0; i < ni; i++)
+        if (g->h_result[i].count > 0)
+            total += g->h_result[i].count;
+    if (total > g->downloaded)
+        CHECK(g, cudaMemcpy(g->h_compact + g->downloaded, g->d_compact + g->downloaded,
+                            sizeof(int) * (size_t)(total - g->downloaded), cudaMemcpyDeviceToHost));
+    g->lists_per_i = (double)total / ni;
+    return GPUNB_OK;
+}
+
+static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr,
+                      const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
+                      double (*jrk)[3], double *pot, int lmax, int limit, int *list,
+                      double *t_force)
+{
+    const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
+    const double *o = s->origin, *vo = s->vorigin;
+    int st;
+
+    for (int i = 0; i < ni_pad; i++) {
+        if (i < ni) {
+            s->h_ipos[i] = (float4){(float)(xi[i][0] - o[0]), (float)(xi[i][1] - o[1]),
+                                    (float)(xi[i][2] - o[2]), (float)h2[i]};
+            s->h_ivel[i] = (float4){(float)(vi[i][0] - vo[0]), (float)(vi[i][1] - vo[1]),
+                                    (float)(vi[i][2] - vo[2]), (float)dtr[i]};
+        } else { /* padding: h2 < 0 never flags a neighbour */
+            s->h_ipos[i] = (float4){0, 0, 0, -1.0f};
+            s->h_ivel[i] = (float4){0, 0, 0, 0};
+        }
+    }
+    for (int k = 0; k < s->ngpu; k++) {
+        cuda_gpu *g = &s->gpu[k];
+        g->busy = g->ntiles > 0;
+        if (g->busy && (st = launch_gpu(s, g, ni, limit)) != GPUNB_OK)
+            return st;
+    }
+    for (int k = 0; k < s->ngpu; k++)
+        if (s->gpu[k].busy && (st = finish_gpu(&s->gpu[k], ni, t_force)) != GPUNB_OK)
+            return st;
+
+    /* Combine in double; lists of GPU k come before those of GPU k+1. */
+    for (int i = 0; i < ni; i++) {
+        double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0}, phi = 0.0;
+        long count = 0;
+        int *col = list + (size_t)i * (size_t)lmax;
+        for (int k = 0; k < s->ngpu; k++) {
+            const cuda_gpu *g = &s->gpu[k];
+            if (!g->busy)
+                continue;
+            const gpunb_cuda_result *r = &g->h_result[i];
+            for (int c = 0; c < 3; c++) {
+                a[c] += r->acc[c];
+                jk[c] += r->jrk[c];
+            }
+            phi += r->pot;
+            count += r->count < 0 ? -(long)r->count : r->count;
+        }
+        if (count > limit) {
+            col[0] = (int)-count;
+        } else {
+            int n = 0;
+            col[0] = (int)count;
+            for (int k = 0; k < s->ngpu; k++) {
+                const cuda_gpu *g = &s->gpu[k];
+                if (!g->busy || g->h_result[i].count <= 0)
+                    continue;
+                memcpy(col + 1 + n, g->h_compact + g->h_result[i].off,
+                       sizeof(int) * (size_t)g->h_result[i].count);
+                n += g->h_result[i].count;
+            }
+        }
+        for (int c = 0; c < 3; c++) {
+            acc[i][c] = a[c];
+            jrk[i][c] = jk[c];
+        }
+        if (pot)
+            pot[i] = phi;
+    }
+    return GPUNB_OK;
 }
 
 static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
@@ -28,14 +451,111 @@ static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
                      double (*jrk)[3], double *pot, int lmax, int limit, int *list,
                      double *t_force, double *t_gather)
 {
-    return gpunb_fail(GPUNB_EDEVICE, "gpunb_regf: the CUDA back-end is not finished yet");
+    cuda_state *s = state;
+    const double t0 = nb6_clock();
+    int chunk = GPUNB_CUDA_NI_CHUNK, cap_max = 1, st;
+
+    for (int k = 0; k < s->ngpu; k++)
+        if (s->gpu[k].ntiles > 0 && cap_of(&s->gpu[k], limit) > cap_max)
+            cap_max = cap_of(&s->gpu[k], limit);
+    while (chunk > GPUNB_CUDA_BLOCK_I && (long)chunk * cap_max > LIST_BUDGET_INTS)
+        chunk /= 2;
+    for (int k = 0; k < s->ngpu; k++)
+        if (s->gpu[k].ntiles > 0 &&
+            (st = ensure_lists(&s->gpu[k], (long)chunk * cap_of(&s->gpu[k], limit))) != GPUNB_OK)
+            return st;
+
+    *t_force = 0.0;
+    for (int i0 = 0; i0 < ni; i0 += chunk) {
+        const int n = ni - i0 < chunk ? ni - i0 : chunk;
+        double tf = 0.0;
+        s->dirty = s->dirty || 0;
+        st = regf_chunk(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, acc + i0, jrk + i0,
+                        pot ? pot + i0 : NULL, lmax, limit, list + (size_t)i0 * (size_t)lmax, &tf);
+        if (st != GPUNB_OK) {
+            s->dirty = 1;
+            return st;
+        }
+        s->dirty = 0;
+        *t_force += tf;
+    }
+    *t_gather = nb6_clock() - t0 - *t_force;
+    if (*t_gather < 0.0)
+        *t_gather = 0.0;
+    return GPUNB_OK;
 }
 
 const gpunb_backend_ops gpunb_backend_cuda = {
-    .name = "cuda", .open = cuda_open, .close = cuda_close, .send = cuda_send, .regf = cuda_regf,
+    .name = "cuda",
+    .open = cuda_open,
+    .close = cuda_close,
+    .send = cuda_send,
+    .regf = cuda_regf,
 };
 
+/* GPUPOT on the GPUs: every GPU gets all particles and a share of the k. */
 int gpunb_cuda_potential(int n, const double *m, const double (*x)[3], double *pot)
 {
-    return gpunb_cpu_potential(n, m, x, pot);
+    char why[NB6_ERRMSG_LEN];
+    int *ids, ngpu = gpunb_cuda_devices_select(&ids, why), st = GPUNB_OK;
+    gpunb_cuda_xm *xm;
+    gpunb_cuda_xm **d_xm;
+    double **d_pot;
+    cudaStream_t *stream;
+
+    if (ngpu < 1)
+        return gpunb_fail(GPUNB_EDEVICE, "gpunb_potential: %s", why);
+    xm = malloc(sizeof *xm * (size_t)n);
+    d_xm = calloc((size_t)ngpu, sizeof *d_xm);
+    d_pot = calloc((size_t)ngpu, sizeof *d_pot);
+    stream = calloc((size_t)ngpu, sizeof *stream);
+    if (!xm || !d_xm || !d_pot || !stream) {
+        st = gpunb_fail(GPUNB_ERESOURCE, "gpunb_potential: out of host memory for n = %d", n);
+        goto done;
+    }
+    for (int l = 0; l < n; l++)
+        xm[l] = (gpunb_cuda_xm){x[l][0], x[l][1], x[l][2], m[l]};
+
+#define POT_CHECK(k, expr)                                                                 \
+    do {                                                                                   \
+        cudaError_t e_ = (expr);                                                           \
+        if (e_ != cudaSuccess) {                                                           \
+            st = gpunb_cuda_error(ids[k], #expr, __FILE__, __LINE__, e_);                   \
+            goto done;                                                                     \
+        }                                                                                  \
+    } while (0)
+    for (int k = 0; k < ngpu; k++) {
+        const int k0 = (int)((long long)n * k / ngpu), k1 = (int)((long long)n * (k + 1) / ngpu);
+        POT_CHECK(k, cudaSetDevice(ids[k]));
+        POT_CHECK(k, cudaStreamCreateWithFlags(&stream[k], cudaStreamNonBlocking));
+        POT_CHECK(k, cudaMalloc((void **)&d_xm[k], sizeof *xm * (size_t)n));
+        POT_CHECK(k, cudaMalloc((void **)&d_pot[k], sizeof(double) * (size_t)(k1 - k0 + 1)));
+        POT_CHECK(k, cudaMemcpyAsync(d_xm[k], xm, sizeof *xm * (size_t)n, cudaMemcpyHostToDevice,
+                                     stream[k]));
+        POT_CHECK(k, gpunb_cuda_launch_potential(d_xm[k], n, k0, k1, d_pot[k], stream[k]));
+        POT_CHECK(k, cudaMemcpyAsync(pot + k0, d_pot[k], sizeof(double) * (size_t)(k1 - k0),
+                                     cudaMemcpyDeviceToHost, stream[k]));
+    }
+    for (int k = 0; k < ngpu; k++) {
+        POT_CHECK(k, cudaSetDevice(ids[k]));
+        POT_CHECK(k, cudaStreamSynchronize(stream[k]));
+    }
+#undef POT_CHECK
+done:
+    for (int k = 0; ids && d_xm && d_pot && stream && k < ngpu; k++) {
+        if (cudaSetDevice(ids[k]) != cudaSuccess)
+            continue;
+        if (stream[k])
+            cudaStreamSynchronize(stream[k]);
+        cudaFree(d_xm[k]);
+        cudaFree(d_pot[k]);
+        if (stream[k])
+            cudaStreamDestroy(stream[k]);
+    }
+    free(xm);
+    free(d_xm);
+    free(d_pot);
+    free(stream);
+    free(ids);
+    return st;
 }

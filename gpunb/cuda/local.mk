@@ -1,5 +1,13 @@
-# CUDA back-end of GPUNB (only when configure found nvcc).
+# CUDA back-end of GPUNB (only when configure found nvcc), a convenience
+# library inside libgpunb: host dispatch in C (it needs the CUDA runtime
+# headers), kernels in .cu files through the .cu.lo rule of Makefile.am,
+# behind the plain-C launch API of gpunb_cuda_kernels.h.
 if HAVE_CUDA
-libgpunb_la_SOURCES += gpunb/cuda/gpunb_cuda.c
-libgpunb_la_LIBADD += $(CUDA_LIBS)
+noinst_LTLIBRARIES += libgpunb_cuda.la
+libgpunb_cuda_la_SOURCES = gpunb/cuda/gpunb_cuda.c gpunb/cuda/gpunb_cuda_devices.c \
+	gpunb/cuda/gpunb_cuda_devices.h gpunb/cuda/gpunb_cuda_kernels.h gpunb/cuda/gpunb_cuda_const.h \
+	gpunb/cuda/gpunb_cuda_force.cu gpunb/cuda/gpunb_cuda_reduce.cu \
+	gpunb/cuda/gpunb_cuda_gather.cu gpunb/cuda/gpunb_cuda_potential.cu
+libgpunb_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+libgpunb_la_LIBADD += libgpunb_cuda.la $(CUDA_LIBS)
 endif

@@ -1,0 +1,48 @@
+/* gpunb_cuda_const.h -- sizes and record layouts shared by the host code
+ * (gpunb_cuda.c, plain C) and the kernels (*.cu).  Plain C, no CUDA types. */
+#ifndef GPUNB_CUDA_CONST_H
+#define GPUNB_CUDA_CONST_H
+
+/* i-particles per thread block of the force kernel (one per thread) and
+ * j-particles per shared-memory tile.  Equal, so that each thread loads one
+ * j of a tile.  The j-set on the device is padded with zero-mass particles to
+ * a multiple of the tile, so the inner loop never tests a bound. */
+#define GPUNB_CUDA_BLOCK_I 64
+#define GPUNB_CUDA_TILE_J GPUNB_CUDA_BLOCK_I
+
+/* Partial sums a force block writes per i: acc x,y,z, jerk x,y,z, potential. */
+#define GPUNB_CUDA_NPARTIAL 7
+
+/* Largest number of i-particles one launch takes; larger NI are split.  The
+ * buffers for the neighbour lists scale with it (chunk * limit ints). */
+#define GPUNB_CUDA_NI_CHUNK 4096
+
+/* Reduction kernel: 32 i per block (one per lane), this many warps share the
+ * slices of those i. */
+#define GPUNB_CUDA_REDUCE_WARPS 16
+
+/* List-gathering kernel: threads per i, and the longest list it sorts in
+ * shared memory (longer ones are ranked straight from global memory). */
+#define GPUNB_CUDA_GATHER_THREADS 128
+#define GPUNB_CUDA_GATHER_SMEM_LIST 4096
+
+/* Threads per block of the double-precision potential kernel. */
+#define GPUNB_CUDA_POT_THREADS 128
+
+/* What the reduction and gathering kernels leave for the host, per i; one
+ * download of ni records.  off is where i's sorted list starts in the
+ * compact list array; count is negative when the list overflowed `limit`. */
+typedef struct gpunb_cuda_result {
+    double acc[3];
+    double jrk[3];
+    double pot;
+    int count;
+    int off;
+} gpunb_cuda_result;
+
+/* A particle for the double-precision potential kernel. */
+typedef struct gpunb_cuda_xm {
+    double x, y, z, m;
+} gpunb_cuda_xm;
+
+#endif

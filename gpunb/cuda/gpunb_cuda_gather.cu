@@ -1,0 +1,59 @@
+/* gpunb_cuda_gather.cu -- the list-gathering kernel: turns the unordered
+ * per-i neighbour entries the force blocks appended (one atomic counter per
+ * i) into one compact ascending list per i, placed one after another in a
+ * compact array, so that only the lists themselves cross PCIe.  One block
+ * per i; entries are distinct j indices, so each one's rank (the number of
+ * smaller entries) is its place in the sorted list. */
+#include "gpunb_cuda_kernels.h"
+
+
+static __global__ void __launch_bounds__(GPUNB_CUDA_GATHER_THREADS)
+gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, int cap, int limit,
+                    int *__restrict__ total, int *__restrict__ compact,
+                    gpunb_cuda_result *__restrict__ result)
+{
+    __shared__ int entries[GPUNB_CUDA_GATHER_SMEM_LIST];
+    __shared__ int base;
+    const int i = blockIdx.x, tid = threadIdx.x;
+    const int count = nbcount[i];
+
+    __syncthreads(); /* every thread has read the counter before it is reset */
+    if (tid == 0)
+        nbcount[i] = 0; /* ready for the next force launch */
+    if (count > limit) { /* uniform over the block */
+        if (tid == 0) {
+            result[i].count = -count;
+            result[i].off = 0;
+        }
+        return;
+    }
+    if (tid == 0) {
+        base = count > 0 ? atomicAdd(total, count) : 0;
+        result[i].count = count;
+        result[i].off = base;
+    }
+    const int *src = nblist + (size_t)i * cap;
+    if (count <= GPUNB_CUDA_GATHER_SMEM_LIST) {
+        for (int e = tid; e < count; e += GPUNB_CUDA_GATHER_THREADS)
+            entries[e] = src[e];
+        src = entries;
+    }
+    __syncthreads();
+    int *dst = compact + base;
+    for (int e = tid; e < count; e += GPUNB_CUDA_GATHER_THREADS) {
+        const int v = src[e];
+        int rank = 0;
+        for (int k = 0; k < count; k++)
+            rank += src[k] < v;
+        dst[rank] = v;
+    }
+}
+
+extern "C" cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist, int cap, int ni,
+                                                int limit, int *total, int *compact,
+                                                gpunb_cuda_result *result, cudaStream_t stream)
+{
+    gpunb_gather_kernel<<<ni, GPUNB_CUDA_GATHER_THREADS, 0, stream>>>(nbcount, nblist, cap, limit,
+                                                                      total, compact, result);
+    return cudaGetLastError();
+}

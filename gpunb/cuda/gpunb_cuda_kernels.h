@@ -1,0 +1,71 @@
+/* gpunb_cuda_kernels.h -- the plain-C launch API of GPUNB's CUDA kernels.
+ * Only the .cu files see nvcc; the host code (gpunb_cuda.c) calls these.
+ * Each launcher enqueues on `stream` of the current device and returns
+ * cudaGetLastError() after the launch (cudaSuccess or the launch error). */
+#ifndef GPUNB_CUDA_KERNELS_H
+#define GPUNB_CUDA_KERNELS_H
+
+#include <cuda_runtime_api.h>
+
+#include "gpunb_cuda_const.h"
+#include "nb6_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One force launch on one GPU.  j data: jpos[k] = (x, y, z, m) relative to
+ * the send's origin, jvel[k] = (vx, vy, vz, 0), k < ntiles * TILE_J (zero
+ * padding past the real j).  i data: ipos[i] = (x, y, z, h2), ivel[i] =
+ * (vx, vy, vz, dtr), i < ni_tiles * BLOCK_I (padding has h2 < 0).
+ * Outputs: partial[(slice * NPARTIAL + c) * ni_pad + i] for nslices slices;
+ * nbcount[i] += neighbours found (must be 0 on entry), and the first `cap`
+ * of them (j0 + local index, unordered) in nblist[i * cap + ...]; *total is
+ * zeroed for the gathering kernel. */
+typedef struct gpunb_cuda_force_args {
+    const float4 *jpos, *jvel;
+    long long ntiles;
+    int j0;
+    const float4 *ipos, *ivel;
+    int ni_tiles;
+    int nslices;
+    float *partial;
+    int *nbcount;
+    int *nblist;
+    int cap;
+    int *total;
+} gpunb_cuda_force_args;
+
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_force(const gpunb_cuda_force_args *a,
+                                                 cudaStream_t stream);
+
+/* Sum the nslices partial records of each i < ni in double into
+ * result[i].acc/jrk/pot (ni_pad = ni_tiles * BLOCK_I, the partial stride). */
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nslices, int ni,
+                                                  int ni_pad, gpunb_cuda_result *result,
+                                                  cudaStream_t stream);
+
+/* For each i < ni: read and reset nbcount[i]; if it exceeds limit store
+ * -count, else sort the list, place it at an offset taken from *total in
+ * compact[] and store count and offset in result[i]. */
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist, int cap,
+                                                  int ni, int limit, int *total, int *compact,
+                                                  gpunb_cuda_result *result,
+                                                  cudaStream_t stream);
+
+/* Resident force blocks per multiprocessor (for sizing the j split). */
+NB6_INTERNAL cudaError_t gpunb_cuda_force_occupancy(int *blocks_per_sm);
+
+/* cudaSuccess when the current device has machine code or PTX for the kernels
+ * (else e.g. cudaErrorNoKernelImageForDevice). */
+NB6_INTERNAL cudaError_t gpunb_cuda_probe_kernels(void);
+
+/* Double-precision potential: pot[k - k0] = sum over l < n, r_kl > 0, of
+ * m_l / r_kl for k0 <= k < k1. */
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_potential(const gpunb_cuda_xm *xm, int n, int k0,
+                                                     int k1, double *pot, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
