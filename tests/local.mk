@@ -12,7 +12,7 @@ tests_test_gpunb_LDADD = $(TEST_LIBS)
 tests_test_gpuirr_LDADD = $(TEST_LIBS)
 tests_test_helpers_LDADD = $(TEST_LIBS)
 tests_test_lifecycle_LDADD = $(TEST_LIBS)
-tests_test_concurrency_LDADD = $(TEST_LIBS)
+tests_test_concurrency_LDADD = $(TEST_LIBS) -lpthread
 tests_test_native_LDADD = $(TEST_LIBS)
 EXTRA_DIST += tests/test_symbols.sh
 # The legacy tests run on whatever the default back-end is; on a machine
@@ -46,3 +46,6 @@ installcheck-local:
 	  (cd $$d && $(FC) -o legacy_f $(abs_srcdir)/tests/install/legacy_f.f90 $$flags) && \
 	  LD_LIBRARY_PATH="$(DESTDIR)$(libdir)" $$d/legacy_f; \
 	fi; rm -rf $$d
+
+# Fuzzing (run by .ci/run for 60 s; by hand: tests/fuzz/run-fuzz.sh SECONDS).
+EXTRA_DIST += tests/fuzz/fuzz_api.c tests/fuzz/run-fuzz.sh
