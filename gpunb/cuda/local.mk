@@ -9,5 +9,6 @@ libgpunb_cuda_la_SOURCES = gpunb/cuda/gpunb_cuda.c gpunb/cuda/gpunb_cuda_devices
 	gpunb/cuda/gpunb_cuda_force.cu gpunb/cuda/gpunb_cuda_reduce.cu \
 	gpunb/cuda/gpunb_cuda_gather.cu gpunb/cuda/gpunb_cuda_potential.cu
 libgpunb_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
-libgpunb_la_LIBADD += libgpunb_cuda.la $(CUDA_LIBS)
+# nvcc's host code for a launch uses the C++ runtime (guarded statics).
+libgpunb_la_LIBADD += libgpunb_cuda.la $(CUDA_LIBS) -lstdc++
 endif
