@@ -1,1 +1,74 @@
-# The Plummer timing driver and its tests.
+# The Plummer timing driver (the main job) and its tests.
+#   make plummer         one run, N = $(PLUMMER_N) (default 4096), t = 0..4,
+#                        table on stdout, a row appended to $(PLUMMER_CSV)
+#   make plummer-sweep   one run per N in $(PLUMMER_SWEEP) into a fresh
+#                        $(PLUMMER_SWEEP_CSV), then Fig. 2 as $(PLUMMER_PNG)
+# Override on the command line or in the environment, e.g.
+#   make plummer PLUMMER_N=65536 PLUMMER_ARGS="-etai 0.02 -etar 0.03"
+EXTRA_DIST += tests/plummer/README.md tests/plummer/plot-fig2.sh tests/plummer/run-on-device.sh
+
+if HAVE_FORTRAN
+# The integrator as a convenience library: shared by the program and the tests.
+noinst_LTLIBRARIES += tests/plummer/libplummerac.la
+tests_plummer_libplummerac_la_SOURCES = tests/plummer/plummer_rng.f90 \
+	tests/plummer/plummer_model.f90 tests/plummer/ac_state.f90 tests/plummer/ac_clock.f90 \
+	tests/plummer/ac_steps.f90 tests/plummer/ac_blocks.f90 tests/plummer/ac_forces.f90 \
+	tests/plummer/ac_correct.f90 tests/plummer/ac_integrator.f90 tests/plummer/ac_run.f90 \
+	tests/plummer/ac_table.f90
+
+noinst_PROGRAMS += tests/plummer/plummer_ac
+tests_plummer_plummer_ac_SOURCES = tests/plummer/plummer_ac.f90
+tests_plummer_plummer_ac_LDADD = tests/plummer/libplummerac.la libgpunb.la libgpuirr.la
+tests_plummer_plummer_ac_LDFLAGS = $(OPENMP_FCFLAGS)
+
+PLUMMER_TESTS = tests/plummer/test_plummer_model tests/plummer/test_plummer_run
+check_PROGRAMS += $(PLUMMER_TESTS)
+TESTS += $(PLUMMER_TESTS)
+tests_plummer_test_plummer_model_SOURCES = tests/plummer/test_plummer_model.f90
+tests_plummer_test_plummer_model_LDADD = tests/plummer/libplummerac.la libgpunb.la libgpuirr.la
+tests_plummer_test_plummer_model_LDFLAGS = $(OPENMP_FCFLAGS)
+tests_plummer_test_plummer_run_SOURCES = tests/plummer/test_plummer_run.f90
+tests_plummer_test_plummer_run_LDADD = tests/plummer/libplummerac.la libgpunb.la libgpuirr.la
+tests_plummer_test_plummer_run_LDFLAGS = $(OPENMP_FCFLAGS)
+
+# Fortran modules must exist before their users compile (make -j).
+tests/plummer/plummer_rng.lo: libnb6accel_fmod.la
+tests/plummer/plummer_model.lo: tests/plummer/plummer_rng.lo libnb6accel_fmod.la
+tests/plummer/ac_state.lo: libnb6accel_fmod.la
+tests/plummer/ac_steps.lo: tests/plummer/ac_state.lo
+tests/plummer/ac_blocks.lo: tests/plummer/ac_state.lo
+tests/plummer/ac_forces.lo: tests/plummer/ac_state.lo tests/plummer/ac_steps.lo tests/plummer/ac_clock.lo
+tests/plummer/ac_correct.lo: tests/plummer/ac_state.lo tests/plummer/ac_steps.lo
+tests/plummer/ac_integrator.lo: tests/plummer/ac_blocks.lo tests/plummer/ac_correct.lo \
+	tests/plummer/ac_forces.lo
+tests/plummer/ac_run.lo: tests/plummer/ac_integrator.lo tests/plummer/plummer_model.lo
+tests/plummer/ac_table.lo: tests/plummer/ac_run.lo
+tests/plummer/plummer_ac.$(OBJEXT) tests/plummer/test_plummer_model.$(OBJEXT) \
+	tests/plummer/test_plummer_run.$(OBJEXT): tests/plummer/libplummerac.la
+
+PLUMMER_N ?= 4096
+PLUMMER_ARGS ?=
+PLUMMER_CSV ?= plummer.csv
+PLUMMER_SWEEP ?= 1024 2048 4096
+PLUMMER_SWEEP_CSV ?= plummer-sweep.csv
+PLUMMER_PNG ?= plummer-fig2.png
+
+plummer: tests/plummer/plummer_ac$(EXEEXT)
+	./tests/plummer/plummer_ac$(EXEEXT) -n $(PLUMMER_N) -csv $(PLUMMER_CSV) $(PLUMMER_ARGS)
+	@echo "plummer: table appended to $(PLUMMER_CSV)"
+
+plummer-sweep: tests/plummer/plummer_ac$(EXEEXT)
+	rm -f $(PLUMMER_SWEEP_CSV)
+	@set -e; for n in $(PLUMMER_SWEEP); do \
+	  echo "plummer-sweep: N = $$n (log in plummer-sweep-$$n.log)"; \
+	  ./tests/plummer/plummer_ac$(EXEEXT) -n $$n -csv $(PLUMMER_SWEEP_CSV) $(PLUMMER_ARGS) \
+	    > plummer-sweep-$$n.log; \
+	  tail -n 3 plummer-sweep-$$n.log; \
+	done
+	$(SHELL) $(srcdir)/tests/plummer/plot-fig2.sh $(PLUMMER_SWEEP_CSV) $(PLUMMER_PNG) "$(GNUPLOT)"
+else
+plummer plummer-sweep:
+	@echo "$@: needs a Fortran compiler (configure found none, or --disable-fortran)"; exit 1
+endif
+.PHONY: plummer plummer-sweep
+CLEANFILES += plummer-sweep-*.log

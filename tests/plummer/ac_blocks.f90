@@ -1,0 +1,130 @@
+!> ac_blocks -- the hierarchical block-step schedule without any O(N) work
+!> per block.  Every particle sits in the list of its level L (step =
+!> smax / 2**(L-1)).  Since a particle's T0 is a multiple of its step and
+!> T0 <= time < T0 + step, all members of one level share the next time
+!> (floor(time/step) + 1) step; the next block time is the smallest of those
+!> over the occupied levels, and the block is every occupied level whose step
+!> divides it.
+module ac_blocks
+  use ac_state, only: dp, n, smax, step, maxlevel
+  implicit none
+  private
+  public :: blocks_init, blocks_next, blocks_move, blocks_free, level_of
+
+  type :: level_list
+    integer, allocatable :: idx(:)
+    integer :: count = 0
+  end type level_list
+
+  type(level_list) :: levels(maxlevel)
+  integer, allocatable :: level(:), slot(:)
+
+contains
+
+  !> Level of a power-of-two step s <= smax.
+  pure function level_of(s) result(l)
+    real(dp), intent(in) :: s
+    integer :: l
+    l = exponent(smax) - exponent(s) + 1
+  end function level_of
+
+  subroutine blocks_init()
+    integer :: i, l
+    call blocks_free()
+    allocate(level(n), slot(n))
+    do l = 1, maxlevel
+      allocate(levels(l)%idx(16))
+      levels(l)%count = 0
+    end do
+    do i = 1, n
+      call add(i, checked_level(i))
+    end do
+  end subroutine blocks_init
+
+  subroutine blocks_free()
+    integer :: l
+    if (allocated(level)) deallocate(level, slot)
+    do l = 1, maxlevel
+      if (allocated(levels(l)%idx)) deallocate(levels(l)%idx)
+      levels(l)%count = 0
+    end do
+  end subroutine blocks_free
+
+  !> Next block time after time `now` and its members, in level order.
+  subroutine blocks_next(now, tnext, nact, act)
+    real(dp), intent(in) :: now
+    real(dp), intent(out) :: tnext
+    integer, intent(out) :: nact
+    integer, intent(inout) :: act(:)
+    real(dp) :: s, t
+    integer :: l, c
+    tnext = huge(1.0_dp)
+    do l = 1, maxlevel
+      if (levels(l)%count == 0) cycle
+      s = scale(smax, 1 - l)
+      t = (aint(now / s) + 1.0_dp) * s
+      tnext = min(tnext, t)
+    end do
+    nact = 0
+    do l = 1, maxlevel
+      c = levels(l)%count
+      if (c == 0) cycle
+      s = scale(smax, 1 - l)
+      if (modulo(tnext, s) /= 0.0_dp) cycle
+      act(nact + 1:nact + c) = levels(l)%idx(1:c)
+      nact = nact + c
+    end do
+  end subroutine blocks_next
+
+  !> After a block: move the particles whose step changed to their level.
+  subroutine blocks_move(nact, act)
+    integer, intent(in) :: nact, act(:)
+    integer :: k, i, l
+    do k = 1, nact
+      i = act(k)
+      l = checked_level(i)
+      if (l /= level(i)) then
+        call remove(i)
+        call add(i, l)
+      end if
+    end do
+  end subroutine blocks_move
+
+  function checked_level(i) result(l)
+    integer, intent(in) :: i
+    integer :: l
+    l = level_of(step(i))
+    if (l < 1 .or. l > maxlevel .or. fraction(step(i)) /= 0.5_dp) then
+      write(*, '(a,i0,a,es12.4,a,es12.4)') 'plummer_ac: step of body ', i, ' = ', step(i), &
+          ' is not a power of two in [smax/2**59, smax], smax = ', smax
+      stop 3
+    end if
+  end function checked_level
+
+  subroutine add(i, l)
+    integer, intent(in) :: i, l
+    integer, allocatable :: grown(:)
+    associate (lv => levels(l))
+      if (lv%count == size(lv%idx)) then
+        allocate(grown(2 * size(lv%idx)))
+        grown(1:lv%count) = lv%idx(1:lv%count)
+        call move_alloc(grown, lv%idx)
+      end if
+      lv%count = lv%count + 1
+      lv%idx(lv%count) = i
+      level(i) = l
+      slot(i) = lv%count
+    end associate
+  end subroutine add
+
+  subroutine remove(i)
+    integer, intent(in) :: i
+    integer :: last
+    associate (lv => levels(level(i)))
+      last = lv%idx(lv%count)
+      lv%idx(slot(i)) = last
+      slot(last) = slot(i)
+      lv%count = lv%count - 1
+    end associate
+  end subroutine remove
+end module ac_blocks

@@ -1,0 +1,268 @@
+!> ac_correct -- the two Hermite correctors of the Ahmad-Cohen scheme and
+!> the neighbour-sphere control, per body (each call touches only body i's
+!> data, so OpenMP loops may call them for distinct i at once).
+!> irregular_correct follows NBODY6's NBINTP, regular_correct its GPUCOR
+!> (without KS, chain, tidal and FPCORR options).
+module ac_correct
+  use ac_state
+  use ac_steps, only: tstep, hermite_coefficients
+  implicit none
+  private
+  public :: predict_body, irregular_correct, regular_correct
+
+  real(dp), parameter :: one3 = 1.0_dp / 3.0_dp, one12 = 1.0_dp / 12.0_dp
+
+contains
+
+  !> Predict X, XDOT of body i to the block time from its Taylor series
+  !> (NBODY6's JPRED; F and FDOT are acc/2 and jerk/6).
+  subroutine predict_body(i)
+    integer, intent(in) :: i
+    real(dp) :: s, s1, s2
+    integer :: k
+    s = time - t0(i)
+    s1 = 1.5_dp * s
+    s2 = 2.0_dp * s
+    do k = 1, 3
+      x(k,i) = ((fdot(k,i) * s + f(k,i)) * s + x0dot(k,i)) * s + x0(k,i)
+      xdot(k,i) = (fdot(k,i) * s1 + f(k,i)) * s2 + x0dot(k,i)
+    end do
+    tpred(i) = time
+  end subroutine predict_body
+
+  !> Irregular step of body i at the block time: firr, fd are the irregular
+  !> force and derivative over its current list at the predicted positions.
+  !> Corrects X0, X0DOT (T0 = time), sets FI, FIDOT, D2, D3 and the new
+  !> irregular step; for a body not due a regular step also F, FDOT with the
+  !> regular force extrapolated to the block time.
+  subroutine irregular_correct(i, firr, fd, regular_due)
+    integer, intent(in) :: i
+    real(dp), intent(in) :: firr(3), fd(3)
+    logical, intent(in) :: regular_due
+    real(dp) :: dt, df(3), at3(3), bt2(3), fdum(3), ttmp, dt0, dtsq, dv2, f2, dtj, dtr
+    integer :: k
+
+    dt = time - t0(i)
+    dtsq = dt * dt
+    df = fi(:,i) - firr
+    call hermite_coefficients(df, fidot(:,i), fd, dt, at3, bt2)
+    do k = 1, 3
+      x0(k,i) = x(k,i) + (0.6_dp * at3(k) + bt2(k)) * dtsq * one12
+      x0dot(k,i) = xdot(k,i) + (0.75_dp * at3(k) + bt2(k)) * dt * one3
+      fi(k,i) = firr(k)
+      fidot(k,i) = fd(k)
+      d2(k,i) = (3.0_dp * at3(k) + bt2(k)) * 2.0_dp / dtsq
+      d3(k,i) = at3(k) * 6.0_dp / (dt * dtsq)
+    end do
+    t0(i) = time
+
+    ! Total force in the criterion, irregular derivatives (Makino & Aarseth 1992).
+    fdum = firr + fr(:,i)
+    ttmp = tstep(fdum, fd, d2(:,i), d3(:,i), eta_i)
+    ! Jun Makino's convergence test against over-shooting on large steps.
+    if (ttmp > stepj) then
+      dv2 = sum((xdot(:,i) - x0dot(:,i))**2)
+      f2 = sum(firr**2)
+      if (dv2 > 0) then
+        dtj = step(i) * (1.0e-6_dp * step(i)**2 * f2 / dv2)**0.1_dp
+        ttmp = min(ttmp, dtj)
+      end if
+    end if
+    dt0 = ttmp
+
+    ! Double only where the block time allows it (up to 4x for a step far
+    ! too small), halve once or twice, else keep.
+    if (ttmp > 2.0_dp * step(i)) then
+      if (modulo(time, 2.0_dp * step(i)) == 0.0_dp) then
+        ttmp = min(2.0_dp * step(i), smax)
+        if (dt0 > 10.0_dp * ttmp .and. modulo(time, 2.0_dp * ttmp) == 0.0_dp) &
+            ttmp = min(2.0_dp * ttmp, smax)
+      else
+        ttmp = step(i)
+      end if
+    else if (ttmp < step(i)) then
+      ttmp = 0.5_dp * step(i)
+      if (ttmp > dt0) ttmp = 0.5_dp * ttmp
+    else
+      ttmp = step(i)
+    end if
+    ! Irregular steps never pass the next regular time.
+    step(i) = min(ttmp, stepr(i))
+    tnew(i) = time + step(i)
+
+    if (.not. regular_due) then
+      dtr = time - t0r(i)
+      do k = 1, 3
+        f(k,i) = 0.5_dp * (frdot(k,i) * dtr + fr(k,i) + firr(k))
+        fdot(k,i) = (frdot(k,i) + fd(k)) / 6.0_dp
+      end do
+    end if
+  end subroutine irregular_correct
+
+  !> Regular step of body i (after its irregular step at the same time).
+  !> xi, xidot: its predicted state; freg, fdr: regular force and jerk from
+  !> GPUNB over the new list; firr, fd: irregular force and jerk over the new
+  !> list at the same predicted positions; list: the new list (count first);
+  !> nnb0: the length of the old list.  The regular corrector takes the
+  !> difference of the old and new irregular forces (FI - FIRR) as a change
+  !> of the regular force, so that both ends of the regular step use the same
+  !> split (paper eq. 13).
+  subroutine regular_correct(i, xi, xidot, freg_in, fdr_in, firr, fd, list, nnb0)
+    integer, intent(in) :: i, nnb0
+    real(dp), intent(in) :: xi(3), xidot(3), freg_in(3), fdr_in(3), firr(3), fd(3)
+    integer, intent(in) :: list(:)
+    real(dp) :: freg(3), fdr(3), dtr, dtsq, dt6, dt2, dtsq12, dtr13, dfr(3), fdr0(3)
+    real(dp) :: at3(3), bt2(3), dfd2, fdr2, fr2, ttmp, dt0, dv2, vi2, dtj
+    integer :: k, nb
+
+    freg = freg_in
+    fdr = fdr_in
+    dtr = time - t0r(i)
+    nb = list(1)
+    call neighbour_sphere(i, xi, xidot, dtr, nb, nnb0, list)
+
+    dtsq = dtr**2
+    dt6 = 6.0_dp / (dtr * dtsq)
+    dt2 = 2.0_dp / dtsq
+    dtsq12 = one12 * dtsq
+    dtr13 = one3 * dtr
+    t0r(i) = time
+
+    ! Suppress the corrector when a long regular step meets a wild change
+    ! of the irregular derivative (GPUCOR).
+    if (dtr > 100.0_dp * step(i)) then
+      dfd2 = sum((fidot(:,i) - fd)**2)
+      fdr2 = sum(fdr**2)
+      if (dfd2 > 1.0e6_dp * fdr2) then
+        dtr13 = 0
+        dtsq12 = 0
+      end if
+    end if
+
+    do k = 1, 3
+      ! Regular force difference over the step in the old neighbour split.
+      dfr(k) = fr(k,i) - (firr(k) - fi(k,i)) - freg(k)
+      fdr0(k) = fdr(k) - (fidot(k,i) - fd(k))
+    end do
+    call hermite_coefficients(dfr, frdot(:,i), fdr0, dtr, at3, bt2)
+    do k = 1, 3
+      x0(k,i) = x0(k,i) + (0.6_dp * at3(k) + bt2(k)) * dtsq12
+      x0dot(k,i) = x0dot(k,i) + (0.75_dp * at3(k) + bt2(k)) * dtr13
+      fi(k,i) = firr(k)
+      fr(k,i) = freg(k)
+      f(k,i) = 0.5_dp * (freg(k) + firr(k))
+      fidot(k,i) = fd(k)
+      frdot(k,i) = fdr(k)
+      fdot(k,i) = (fdr(k) + fd(k)) / 6.0_dp
+      d2r(k,i) = (3.0_dp * at3(k) + bt2(k)) * dt2
+      d3r(k,i) = at3(k) * dt6
+    end do
+
+    ! New regular step by the composite criterion.
+    fr2 = sum(freg**2)
+    ttmp = tstep(freg, fdr, d2r(:,i), d3r(:,i), eta_r)
+    dt0 = ttmp
+    if (ttmp > 2.0_dp * stepr(i)) then
+      if (modulo(time, 2.0_dp * dtr) == 0.0_dp) then
+        ttmp = min(2.0_dp * dtr, smax)
+        if (dt0 > 10.0_dp * ttmp .and. modulo(time, 2.0_dp * ttmp) == 0.0_dp) &
+            ttmp = min(2.0_dp * ttmp, smax)
+      else
+        ttmp = stepr(i)
+      end if
+    else if (ttmp < dtr) then
+      ttmp = 0.5_dp * dtr
+      if (ttmp > dt0) ttmp = 0.5_dp * ttmp
+    else
+      ttmp = stepr(i)
+    end if
+
+    ! Makino's convergence test before a large increase.
+    if (ttmp > 0.1_dp .and. ttmp > dtr .and. fr2 > 0) then
+      dv2 = sum((xidot - x0dot(:,i))**2)
+      if (dv2 > 0) then
+        dtj = dtr * (1.0e-4_dp * dtr**2 * fr2 / dv2)**0.1_dp
+        if (dtj < ttmp) ttmp = dtr
+      end if
+    end if
+    ! Rare case of a far too small regular step: cut the irregular one.
+    if (dt0 < 0.01_dp * ttmp) then
+      dv2 = sum((xidot - x0dot(:,i))**2)
+      vi2 = sum(xidot**2)
+      if (dv2 > 0.01_dp * vi2) step(i) = step(i) / 8.0_dp
+    end if
+
+    stepr(i) = ttmp
+    do while (step(i) > stepr(i))
+      step(i) = 0.5_dp * step(i)
+    end do
+    ! A body that had no neighbours gets a careful first irregular step.
+    if (nnb0 == 0 .and. nb > 0) step(i) = 0.25_dp * step(i)
+    tnew(i) = t0(i) + step(i)
+  end subroutine regular_correct
+
+  !> Move RS towards the neighbour number NBODY6 aims at (GPUCOR): a target
+  !> growing as the square root of the density contrast,
+  !> ALPHA sqrt(NNB RS) / RS**2, at most ZNBMAX, at least ZNBMIN inside
+  !> RSCALE and shrinking as RSCALE/r outside; the volume changes by at most
+  !> min(RSFAC*DTR, 25 %) per regular step, with a square-root damping when
+  !> the count oscillates about the target.
+  subroutine neighbour_sphere(i, xi, xidot, dtr, nb, nnb0, list)
+    integer, intent(in) :: i, nb, nnb0
+    real(dp), intent(in) :: xi(3), xidot(3), dtr
+    integer, intent(in) :: list(:)
+    real(dp) :: ri2, rs2, a1, a3, a4, a5, ridot, rij, rsdot, drs, nbp
+    integer :: l, j
+
+    ri2 = xi(1)**2 + xi(2)**2 + xi(3)**2
+    if (nb == 0) then
+      ! No neighbour even after the retries: widen gently, outward movers less.
+      ridot = dot_product(xi, xidot)
+      if (ridot > 0 .and. ri2 > rscale**2) then
+        rs(i) = max(0.75_dp * rs(i), 0.1_dp * rscale)
+      else
+        rs(i) = 1.1_dp * rs(i)
+      end if
+      return
+    end if
+    rs2 = rs(i)**2
+    a3 = alpha * sqrt(real(nb, dp) * rs(i)) / rs2
+    a3 = min(a3, znbmax)
+    nbp = a3
+    if (ri2 > rscale**2) then
+      a3 = a3 * rscale / sqrt(ri2)
+    else
+      a3 = max(a3, znbmin)
+    end if
+    a4 = a3 / real(nb, dp)
+    if ((a3 - real(nnb0, dp)) * (a3 - real(nb, dp)) < 0) a4 = sqrt(a4)
+    ridot = dot_product(xi, xidot)
+    if (ri2 > rc2 .and. ri2 < 9.0_dp * rscale**2) a4 = a4 * (1.0_dp + ridot * dtr / ri2)
+    a5 = min(rsfac * dtr, 0.25_dp)
+    a4 = min(max(a4 - 1.0_dp, -a5), a5)
+    ! Second-order cube root of the volume ratio.
+    a3 = a4 / 3.0_dp
+    a1 = 1.0_dp + a3 - a3 * a3
+    if (nb < znbmin .and. nbp > znbmin .and. a1 < 1.0_dp) a1 = 1.05_dp
+    if (abs(a1 - 1.0_dp) > 0.003_dp) then
+      if (rs2 > ri2 .and. rs2 < 2.0_dp * ri2 .and. nb > 5) a1 = sqrt(a1)
+      rs(i) = a1 * rs(i)
+    end if
+    if (rs(i)**2 > rc2 .and. nb > znbmax .and. ridot < 0) then
+      drs = (real(nb, dp) - znbmax) / (3.0_dp * nb)
+      rs(i) = rs(i) * (1.0_dp - drs)
+    end if
+    ! Few neighbours inside RSCALE: make sure the sphere keeps up with them.
+    if (nb <= 3 .and. ri2 < rscale**2) then
+      a1 = 1.2_dp * rs(i)
+      do l = 2, nb + 1
+        j = list(l)
+        rij = sqrt(sum((xi - x(:,j))**2))
+        rsdot = dot_product(xi - x(:,j), xidot - xdot(:,j)) / rij
+        a1 = min(a1, rij + rsdot * dtr)
+      end do
+      rs(i) = max(a1, 1.1_dp * rs(i))
+      rs(i) = max(0.1_dp * rscale, rs(i))
+    end if
+  end subroutine neighbour_sphere
+end module ac_correct

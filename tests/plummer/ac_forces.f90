@@ -1,0 +1,309 @@
+!> ac_forces -- regular forces and neighbour lists through GPUNB_REGF, in
+!> chunks of up to NIMAX i-particles (NBODY6 intgrt.omp.f, labels 550-56),
+!> and the start of the integration (NBODY6's FPOLY0, FPOLY2, STEPS).
+module ac_forces
+  use, intrinsic :: iso_c_binding, only: c_int, c_double
+  use nb6accel
+  use ac_state
+  use ac_steps, only: tstep, block_step_below
+  use ac_clock, only: wall_seconds
+  implicit none
+  private
+  public :: forces_open, forces_close, regular_chunk, initial_forces, send_particle
+  public :: xi, vi, gacc, gjrk, listgp, gf, gfd
+
+  !> Per-chunk buffers, as in intgrt.omp.f: i-state, regular acc/jerk/pot,
+  !> the lists (column ll: count, then members), irregular acc/jerk.
+  real(dp), allocatable :: h2i(:), dtr(:), xi(:,:), vi(:,:), gacc(:,:), gjrk(:,:), gpot(:)
+  real(dp), allocatable :: gf(:,:), gfd(:,:)
+  integer(c_int), allocatable :: listgp(:,:)
+  ! Buffers of a retry for the particles whose list failed.
+  real(dp), allocatable :: h2r(:), dtrr(:), xr(:,:), vr(:,:), ar(:,:), jr(:,:), pr(:)
+  integer(c_int), allocatable :: listr(:,:)
+
+  !> Retries with a radius 1.5 times larger before an empty list is taken.
+  integer, parameter :: max_growth = 30
+
+contains
+
+  !> Open both libraries for n bodies, lists of up to nbmax - 1 members.
+  subroutine forces_open()
+    integer(c_int) :: cap, nn, lm
+    allocate(h2i(nimax), dtr(nimax), xi(3,nimax), vi(3,nimax), gacc(3,nimax), gjrk(3,nimax))
+    allocate(gpot(nimax), gf(3,nimax), gfd(3,nimax), listgp(lmax,nimax))
+    allocate(h2r(nimax), dtrr(nimax), xr(3,nimax), vr(3,nimax), ar(3,nimax), jr(3,nimax))
+    allocate(pr(nimax), listr(lmax,nimax))
+    cap = n + 100
+    call gpunb_open(cap)
+    nn = n + 100
+    lm = lmax
+    call gpuirr_open(nn, lm)
+  end subroutine forces_open
+
+  subroutine forces_close()
+    call gpunb_close()
+    call gpuirr_close()
+    if (allocated(h2i)) deallocate(h2i, dtr, xi, vi, gacc, gjrk, gpot, gf, gfd, listgp)
+    if (allocated(h2r)) deallocate(h2r, dtrr, xr, vr, ar, jr, pr, listr)
+  end subroutine forces_close
+
+  !> Hand body i's corrected state to GPUIRR (F, FDOT are acc/2, jerk/6).
+  subroutine send_particle(i)
+    integer, intent(in) :: i
+    integer(c_int) :: ii
+    ii = i
+    call gpuirr_set_jp(ii, x0(:,i), x0dot(:,i), f(:,i), fdot(:,i), body(i), t0(i))
+  end subroutine send_particle
+
+  !> Regular force, jerk and new neighbour list of the ni bodies idx(1:ni)
+  !> from their predicted X, XDOT against the j-set of the last GPUNB_SEND.
+  !> A column that overflows (negative count) is recomputed with RS * 0.9;
+  !> one with no neighbour (count 1, self only) with RS * 1.5 when grow_empty
+  !> (FPOLY0's rule).  Only the failed bodies are recomputed.  On return
+  !> listgp(:,ll) holds NBODY6 LIST format (1-based, self removed), GPUIRR has
+  !> it (GPUIRR_SET_LIST), and nnb(i) is its length.
+  subroutine regular_chunk(ni, idx, use_steps, grow_empty)
+    integer, intent(in) :: ni, idx(:)
+    logical, intent(in) :: use_steps, grow_empty
+    integer :: ll, i, k, nfail, c, growths, l1, l, item
+    integer(c_int) :: nic, lm, nbm
+    integer :: fail(nimax)
+    real(dp) :: t
+    logical :: retry
+
+    t = wall_seconds()
+    do ll = 1, ni
+      i = idx(ll)
+      h2i(ll) = rs(i)**2 / bodym
+      dtr(ll) = merge(stepr(i), 0.0_dp, use_steps)
+      xi(:,ll) = x(:,i)
+      vi(:,ll) = xdot(:,i)
+    end do
+    nic = ni; lm = lmax; nbm = nbmax
+    call gpunb_regf(nic, h2i, dtr, xi, vi, gacc, gjrk, gpot, lm, nbm, listgp)
+    growths = 0
+    do
+      nfail = 0
+      do ll = 1, ni
+        i = idx(ll)
+        c = listgp(1,ll)
+        retry = .false.
+        if (c < 0) then
+          rs(i) = 0.9_dp * rs(i)
+          noverflow = noverflow + 1
+          retry = .true.
+        else if (c < 2 .and. grow_empty .and. growths < max_growth) then
+          rs(i) = 1.5_dp * rs(i)
+          retry = .true.
+        end if
+        if (retry) then
+          nfail = nfail + 1
+          fail(nfail) = ll
+        end if
+      end do
+      if (nfail == 0) exit
+      if (any(listgp(1, fail(1:nfail)) >= 0)) growths = growths + 1
+      do k = 1, nfail
+        ll = fail(k)
+        h2r(k) = rs(idx(ll))**2 / bodym
+        dtrr(k) = dtr(ll); xr(:,k) = xi(:,ll); vr(:,k) = vi(:,ll)
+      end do
+      nic = nfail
+      call gpunb_regf(nic, h2r, dtrr, xr, vr, ar, jr, pr, lm, nbm, listr)
+      do k = 1, nfail
+        ll = fail(k)
+        gacc(:,ll) = ar(:,k); gjrk(:,ll) = jr(:,k); gpot(ll) = pr(k)
+        c = listr(1,k)
+        if (c >= 0) then
+          listgp(1:c + 1, ll) = listr(1:c + 1, k)
+        else
+          listgp(1, ll) = c
+        end if
+      end do
+    end do
+    wall_regular = wall_regular + (wall_seconds() - t)
+
+    ! GPU indices are 0-based into the j-set (IFIRST = 1 here): add 1, drop
+    ! self, hand the list to GPUIRR (concurrent SET_LIST with distinct i).
+    !$omp parallel do if (ni >= 64) schedule(static) private(ll, i, l1, l, item, c)
+    do ll = 1, ni
+      i = idx(ll)
+      c = listgp(1,ll)
+      l1 = 1
+      do l = 2, c + 1
+        item = listgp(l,ll) + 1
+        if (item /= i) then
+          l1 = l1 + 1
+          listgp(l1,ll) = item
+        end if
+      end do
+      listgp(1,ll) = l1 - 1
+      nnb(i) = l1 - 1
+      call set_list(i, listgp(:,ll))
+    end do
+    !$omp end parallel do
+  end subroutine regular_chunk
+
+  subroutine set_list(i, column)
+    integer, intent(in) :: i
+    integer(c_int), intent(in) :: column(:)
+    integer(c_int) :: ii
+    ii = i
+    call gpuirr_set_list(ii, column)
+  end subroutine set_list
+
+  !> Forces, derivatives, lists and first steps of all bodies at time 0 from
+  !> X0, X0DOT, BODY and a first guess of RS (FPOLY0 + FPOLY2 + STEPS).
+  subroutine initial_forces()
+    integer :: i, j0, ni, ll, k, p
+    integer, allocatable :: all(:), nb_start(:), nb_flat(:)
+    integer(c_int) :: nn, one
+    real(dp) :: tm, fac, dt, dtrn
+    real(dp) :: fdum(3)
+
+    time = 0
+    x = x0; xdot = x0dot
+    f = 0; fdot = 0
+    t0 = 0; t0r = 0; tpred = 0; stepr = 0; step = 0
+    allocate(all(n), nb_start(n + 1))
+    all = [(i, i = 1, n)]
+
+    do i = 1, n
+      call send_particle(i)
+    end do
+    nn = n; one = 1; tm = 0
+    call gpuirr_pred_all(one, nn, tm)
+    call gpunb_send(nn, body, x, xdot)
+
+    ! One pass to bring every list near the target, then the real one.
+    do j0 = 0, n - 1, nimax
+      ni = min(nimax, n - j0)
+      call regular_chunk(ni, all(j0 + 1:), .false., .true.)
+      do ll = 1, ni
+        i = all(j0 + ll)
+        fac = (real(nnb_target, dp) / max(nnb(i), 1))**(1.0_dp / 3.0_dp)
+        rs(i) = rs(i) * min(max(fac, 0.5_dp), 2.0_dp)
+      end do
+    end do
+
+    ! Final lists; regular force from GPUNB and irregular force over the
+    ! lists from GPUIRR (FPOLY0), lists kept for FPOLY2.
+    allocate(nb_flat(n * (nnb_target + 8)))
+    p = 1
+    do j0 = 0, n - 1, nimax
+      ni = min(nimax, n - j0)
+      call regular_chunk(ni, all(j0 + 1:), .false., .true.)
+      nn = ni
+      call gpuirr_firr_vec(nn, all(j0 + 1:), gf, gfd)
+      do ll = 1, ni
+        i = all(j0 + ll)
+        fr(:,i) = gacc(:,ll); frdot(:,i) = gjrk(:,ll)
+        fi(:,i) = gf(:,ll); fidot(:,i) = gfd(:,ll)
+        nb_start(i) = p
+        if (p + nnb(i) > size(nb_flat)) call grow(nb_flat, p + nnb(i) + n)
+        nb_flat(p:p + nnb(i) - 1) = listgp(2:nnb(i) + 1, ll)
+        p = p + nnb(i)
+      end do
+    end do
+    nb_start(n + 1) = p
+    do i = 1, n
+      f(:,i) = fi(:,i) + fr(:,i)
+      fdot(:,i) = fidot(:,i) + frdot(:,i)
+    end do
+
+    call second_third_derivatives(nb_start, nb_flat)
+
+    ! STEPS: both criteria, truncated to a power of two; STEP <= STEPR.
+    do i = 1, n
+      fdum = fi(:,i) + fr(:,i)
+      dt = tstep(fdum, fidot(:,i), d2(:,i), d3(:,i), eta_i)
+      dtrn = tstep(fr(:,i), frdot(:,i), d2r(:,i), d3r(:,i), eta_r)
+      stepr(i) = block_step_below(dtrn, smax)
+      step(i) = min(block_step_below(dt, smax), stepr(i))
+      tnew(i) = step(i)
+      do k = 1, 3
+        f(k,i) = 0.5_dp * f(k,i)
+        fdot(k,i) = fdot(k,i) / 6.0_dp
+      end do
+    end do
+    do i = 1, n
+      call send_particle(i)
+    end do
+  contains
+    subroutine grow(a, m)
+      integer, allocatable, intent(inout) :: a(:)
+      integer, intent(in) :: m
+      integer, allocatable :: b(:)
+      allocate(b(m))
+      b(1:size(a)) = a
+      call move_alloc(b, a)
+    end subroutine grow
+  end subroutine initial_forces
+
+  !> FPOLY2: second and third derivatives at time 0 from every body within
+  !> 5 RS (or in the list), split into the irregular (list) and regular
+  !> (others) parts; F, FDOT are the full force and jerk here.  O(N^2)
+  !> distance tests, once.
+  subroutine second_third_derivatives(nb_start, nb_flat)
+    integer, intent(in) :: nb_start(:), nb_flat(:)
+    integer :: i, j, k, p, pend, nextnb
+    real(dp) :: a(12), rcrit2, rij2, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22
+    real(dp) :: f1dotk, f2dot(3), f3dot(3), xi_(3), s2(3), s3(3), s2r(3), s3r(3)
+    logical :: isnb
+
+    !$omp parallel do schedule(dynamic, 64) default(shared) &
+    !$omp private(i, j, k, p, pend, nextnb, a, rcrit2, rij2, a13, a14, a15, a16, a17, a18, a19) &
+    !$omp private(a20, a21, a22, f1dotk, f2dot, f3dot, xi_, s2, s3, s2r, s3r, isnb)
+    do i = 1, n
+      s2 = 0; s3 = 0; s2r = 0; s3r = 0
+      rcrit2 = 25.0_dp * rs(i)**2 * (1.0_dp + 1.0_dp / real(nnb(i) + 1, dp))
+      p = nb_start(i)
+      pend = nb_start(i + 1) - 1
+      nextnb = n + 1
+      if (p <= pend) nextnb = nb_flat(p)
+      xi_ = x(:,i)
+      do j = 1, n
+        a(1) = x(1,j) - xi_(1); a(2) = x(2,j) - xi_(2); a(3) = x(3,j) - xi_(3)
+        rij2 = a(1)**2 + a(2)**2 + a(3)**2
+        if (j == nextnb) then
+          isnb = .true.
+          p = p + 1
+          nextnb = n + 1
+          if (p <= pend) nextnb = nb_flat(p)
+        else
+          if (rij2 > rcrit2 .or. j == i) cycle
+          isnb = .false.
+        end if
+        do k = 1, 3
+          a(k+3) = xdot(k,j) - xdot(k,i)
+          a(k+6) = f(k,j) - f(k,i)
+          a(k+9) = fdot(k,j) - fdot(k,i)
+        end do
+        a13 = 1.0_dp / rij2
+        a14 = body(j) * a13 * sqrt(a13)
+        a15 = (a(1)*a(4) + a(2)*a(5) + a(3)*a(6)) * a13
+        a16 = a15 * a15
+        a17 = 3.0_dp * a15
+        a18 = 6.0_dp * a15
+        a19 = 9.0_dp * a15
+        a20 = (a(4)**2 + a(5)**2 + a(6)**2 + a(1)*a(7) + a(2)*a(8) + a(3)*a(9)) * a13 + a16
+        a21 = 9.0_dp * a20
+        a20 = 3.0_dp * a20
+        a22 = (9.0_dp * (a(4)*a(7) + a(5)*a(8) + a(6)*a(9)) + &
+               3.0_dp * (a(1)*a(10) + a(2)*a(11) + a(3)*a(12))) * a13 + a17 * (a20 - 4.0_dp * a16)
+        do k = 1, 3
+          f1dotk = a(k+3) - a17 * a(k)
+          f2dot(k) = (a(k+6) - a18 * f1dotk - a20 * a(k)) * a14
+          f3dot(k) = (a(k+9) - a21 * f1dotk - a22 * a(k)) * a14 - a19 * f2dot(k)
+        end do
+        if (isnb) then
+          s2 = s2 + f2dot; s3 = s3 + f3dot
+        else
+          s2r = s2r + f2dot; s3r = s3r + f3dot
+        end if
+      end do
+      d2(:,i) = s2; d3(:,i) = s3; d2r(:,i) = s2r; d3r(:,i) = s3r
+    end do
+    !$omp end parallel do
+  end subroutine second_third_derivatives
+end module ac_forces

@@ -1,0 +1,134 @@
+!> ac_integrator -- one block step of the AC scheme with the libraries, in
+!> the order of NBODY6's GPU2 INTGRT (paper Listing C1):
+!>   1. next block time and its members (ac_blocks); the regular subset;
+!>   2. GPUIRR_PRED_ACT (few members, none regular) or GPUIRR_PRED_ALL;
+!>   3. GPUIRR_FIRR_VEC for all members;
+!>   4. irregular corrector (OpenMP over members);
+!>   5. regular subset: CXVPRED of every body on the host, GPUNB_SEND, then
+!>      per chunk of NIMAX: GPUNB_REGF (overflow retries), GPUIRR_SET_LIST,
+!>      GPUIRR_FIRR_VEC over the new lists, regular corrector;
+!>   6. GPUIRR_SET_JP of every member.
+module ac_integrator
+  use, intrinsic :: iso_c_binding, only: c_int, c_double
+  use nb6accel
+  use ac_state
+  use ac_blocks, only: blocks_next, blocks_move
+  use ac_correct, only: predict_body, irregular_correct, regular_correct
+  use ac_forces, only: regular_chunk, send_particle, xi, vi, gacc, gjrk, listgp, gf, gfd
+  use ac_clock, only: wall_seconds
+  implicit none
+  private
+  public :: integrator_init, integrator_free, block_step
+
+  integer, allocatable :: act(:), ireg(:)
+  logical, allocatable :: due(:)
+  real(dp), allocatable :: gfa(:,:), gfda(:,:)
+  !> Below this many bodies a loop runs on one thread (an OpenMP region
+  !> costs more than the work; NBODY6 uses NPMAX = 16 for the same reason).
+  integer, parameter :: par_min = 48
+
+contains
+
+  subroutine integrator_init()
+    allocate(act(n), ireg(n), due(n), gfa(3,n), gfda(3,n))
+  end subroutine integrator_init
+
+  subroutine integrator_free()
+    if (allocated(act)) deallocate(act, ireg, due, gfa, gfda)
+  end subroutine integrator_free
+
+  !> Advance the next block; returns its time.
+  subroutine block_step(tblock)
+    real(dp), intent(out) :: tblock
+    integer :: nact, nreg, k, i, j0, ni
+    integer(c_int) :: nc, one, nn
+    real(dp) :: t
+
+    call blocks_next(time, tblock, nact, act)
+    time = tblock
+    nblock = nblock + 1
+
+    nreg = 0
+    do k = 1, nact
+      i = act(k)
+      due(k) = tnew(i) >= t0r(i) + stepr(i)
+      if (due(k)) then
+        nreg = nreg + 1
+        ireg(nreg) = i
+      end if
+    end do
+
+    t = wall_seconds()
+    nc = nact; one = 1; nn = n
+    if (nact <= npact .and. nreg == 0) then
+      call gpuirr_pred_act(nc, act, time)
+    else
+      call gpuirr_pred_all(one, nn, time)
+    end if
+    call gpuirr_firr_vec(nc, act, gfa, gfda)
+    wall_irregular = wall_irregular + (wall_seconds() - t)
+
+    ! Irregular corrector.  Without regular bodies nothing reads GPUIRR's
+    ! predictions any more, so the new state can go to GPUIRR at once.
+    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i)
+    do k = 1, nact
+      i = act(k)
+      call predict_body(i)
+      call irregular_correct(i, gfa(:,k), gfda(:,k), due(k))
+      if (nreg == 0) call send_particle(i)
+    end do
+    !$omp end parallel do
+    nstepi = nstepi + nact
+    do k = 1, nact
+      nb_sum = nb_sum + nnb(act(k))
+    end do
+
+    if (nreg > 0) then
+      nblckr = nblckr + 1
+      t = wall_seconds()
+      ! Bodies of this block keep their predicted (uncorrected) X, XDOT:
+      ! TPRED = time makes CXVPRED skip them.
+      call cxvpred(one, nn, time, t0, x0, x0dot, f, fdot, x, xdot, tpred)
+      call gpunb_send(nn, body, x, xdot)
+      wall_regular = wall_regular + (wall_seconds() - t)
+      do j0 = 0, nreg - 1, nimax
+        ni = min(nimax, nreg - j0)
+        call regular_chunk_with_old_counts(ni, j0)
+      end do
+      nstepr = nstepr + nreg
+      !$omp parallel do if (nact >= par_min) schedule(static) private(k)
+      do k = 1, nact
+        call send_particle(act(k))
+      end do
+      !$omp end parallel do
+    end if
+
+    call blocks_move(nact, act)
+  contains
+    !> One chunk of the regular subset: new lists and forces, then the
+    !> regular corrector.
+    subroutine regular_chunk_with_old_counts(ni, j0)
+      integer, intent(in) :: ni, j0
+      integer :: ll, i
+      integer :: nnb0(nimax)
+      integer(c_int) :: nic
+      real(dp) :: t
+      do ll = 1, ni
+        nnb0(ll) = nnb(ireg(j0 + ll))
+      end do
+      call regular_chunk(ni, ireg(j0 + 1:), .true., .false.)
+      t = wall_seconds()
+      nic = ni
+      call gpuirr_firr_vec(nic, ireg(j0 + 1:), gf, gfd)
+      wall_irregular = wall_irregular + (wall_seconds() - t)
+      nvoid = nvoid + count(nnb(ireg(j0 + 1:j0 + ni)) == 0)
+      !$omp parallel do if (ni >= par_min) schedule(static) private(ll, i)
+      do ll = 1, ni
+        i = ireg(j0 + ll)
+        call regular_correct(i, xi(:,ll), vi(:,ll), gacc(:,ll), gjrk(:,ll), gf(:,ll), gfd(:,ll), &
+            listgp(:,ll), nnb0(ll))
+      end do
+      !$omp end parallel do
+    end subroutine regular_chunk_with_old_counts
+  end subroutine block_step
+end module ac_integrator

@@ -1,0 +1,270 @@
+!> ac_run -- one timing run: set up the parameters from N (as NBODY6's test
+!> inputs scale them), start the integration, report at every integer time
+!> and measure the wall time of the first and the second half of the run
+!> (t = 0..2 and 2..4 for tend = 4), split into regular force, irregular
+!> force and the rest.
+module ac_run
+  use, intrinsic :: iso_fortran_env, only: real64, int64, error_unit, output_unit
+  use ac_state
+  use ac_blocks, only: blocks_init, blocks_free
+  use ac_forces, only: forces_open, forces_close, initial_forces
+  use ac_integrator, only: integrator_init, integrator_free, block_step
+  use ac_clock, only: wall_seconds
+  use plummer_model, only: kinetic_energy, potential_energy
+  !$ use omp_lib, only: omp_get_max_threads
+  implicit none
+  private
+  public :: run_options, run_result, run_plummer, default_nnb_target
+
+  type :: run_options
+    real(dp) :: tend = 4.0_dp
+    real(dp) :: eta_i = 0.02_dp, eta_r = 0.03_dp
+    !> 0: chosen from N.
+    integer :: nnb_target = 0, nnbmax = 0
+    real(dp) :: smax = 0
+    !> Stop (and say so in the table) after this many seconds; 0: no limit.
+    real(dp) :: wall_limit = 0
+    !> Seconds between progress lines on stderr; 0: none.
+    real(dp) :: progress = 10
+    logical :: quiet = .false.
+  end type run_options
+
+  type :: run_result
+    integer :: n = 0, threads = 1
+    real(dp) :: tend = 0, tsplit = 0, treached = 0
+    real(dp) :: wall_init = 0, wall_first = 0, wall_second = 0
+    real(dp) :: regular_second = 0, irregular_second = 0, rest_second = 0
+    integer(int64) :: nreg_second = 0, nirr_second = 0, nblock_second = 0
+    real(dp) :: mean_nb = 0, e0 = 0, e_end = 0, de_over_e = 0, q0 = 0, q_end = 0
+    integer(int64) :: noverflow = 0
+    logical :: complete = .false.
+  end type run_result
+
+contains
+
+  !> NBODY6's test inputs use NNBMAX = 80, 100, ..., 300, 400 for
+  !> N = 1k ... 64k, 100k, and aim <NB> at NNBMAX/5: about 16 (N/1024)**0.3.
+  pure function default_nnb_target(nbodies) result(t)
+    integer, intent(in) :: nbodies
+    integer :: t
+    t = nint(16.0_dp * (real(nbodies, dp) / 1024.0_dp)**0.3_dp)
+    t = max(4, min(t, nbodies / 4))
+  end function default_nnb_target
+
+  !> Integrate the bodies (m, x, v in standard units) from t = 0 to
+  !> opt%tend with the libraries; fill res.  The caller owns I/O of res.
+  subroutine run_plummer(nbodies, m, xs, vs, opt, res, xend, vend)
+    integer, intent(in) :: nbodies
+    real(dp), intent(in) :: m(nbodies), xs(3,nbodies), vs(3,nbodies)
+    type(run_options), intent(in) :: opt
+    type(run_result), intent(out) :: res
+    real(dp), intent(out), optional :: xend(3,nbodies), vend(3,nbodies)
+    real(dp) :: wall0, wall_start, wall_split, reg_split, irr_split, tblock, next_report, last_progress
+    real(dp) :: tkin, pot, rsmin
+    integer(int64) :: nreg_split, nirr_split, nblock_split, nb_split
+    logical :: split_done, stopped
+
+    call state_free()
+    call state_allocate(nbodies)
+    body = m; x0 = xs; x0dot = vs
+    call set_parameters(opt)
+    res%n = n
+    res%threads = 1
+    !$ res%threads = omp_get_max_threads()
+    res%tend = opt%tend
+    res%tsplit = 0.5_dp * opt%tend
+
+    wall0 = wall_seconds()
+    tkin = kinetic_energy(n, body, x0dot)
+    pot = potential_energy(n, body, x0)
+    res%e0 = tkin - pot
+    res%q0 = tkin / pot
+    call update_controls(tkin, pot)
+    call initial_rs_guess()
+    call forces_open()
+    call initial_forces()
+    call core_radius(rsmin)
+    rsfac = max(rsfac, 1.5_dp * sqrt(2.0_dp * tkin / sum(body)) / rsmin)
+    call blocks_init()
+    call integrator_init()
+    res%wall_init = wall_seconds() - wall0
+    if (.not. opt%quiet) then
+      write(output_unit, '(a,i0,a,i0,a,f6.3,a,f6.3,a,i0,a,i0,a,i0,a,f7.4,a,i0)') &
+          '# N = ', n, '  threads = ', res%threads, '  eta_I = ', eta_i, '  eta_R = ', eta_r, &
+          '  <NB> target = ', nnb_target, '  NNBMAX = ', nnbmax, '  NBMAX = ', nbmax, &
+          '  SMAX = ', smax, '  NPACT = ', npact
+      write(output_unit, '(a)') '#       t            E        dE/E      Q   <NB>    irr. steps    reg. steps' // &
+          '      blocks  reg. blocks   wall (s)'
+      call report(tkin, pot, res%e0, wall0)
+    end if
+
+    wall_start = wall_seconds()
+    wall_split = wall_start; reg_split = 0; irr_split = 0
+    nreg_split = 0; nirr_split = 0; nblock_split = 0; nb_split = 0
+    split_done = res%tsplit <= 0
+    stopped = .false.
+    last_progress = wall_start
+    next_report = min(1.0_dp, opt%tend)
+    do while (time < opt%tend)
+      call block_step(tblock)
+      if (.not. split_done .and. time >= res%tsplit) then
+        split_done = .true.
+        wall_split = wall_seconds()
+        reg_split = wall_regular; irr_split = wall_irregular
+        nreg_split = nstepr; nirr_split = nstepi; nblock_split = nblock; nb_split = nb_sum
+      end if
+      if (time >= next_report) then
+        tkin = kinetic_energy(n, body, x0dot)
+        pot = potential_energy(n, body, x0)
+        call update_controls(tkin, pot)
+        if (.not. opt%quiet) call report(tkin, pot, res%e0, wall0)
+        next_report = min(next_report + 1.0_dp, opt%tend)
+      end if
+      if (iand(nblock, 63_int64) == 0) then
+        if (opt%progress > 0 .and. wall_seconds() - last_progress > opt%progress) then
+          last_progress = wall_seconds()
+          write(error_unit, '(a,f10.6,a,f6.2,a,i0,a,i0,a,i0,a,f9.1,a)') 'plummer_ac: t = ', time, &
+              ' of ', opt%tend, '  blocks ', nblock, '  irregular ', nstepi, '  regular ', nstepr, &
+              '  wall ', last_progress - wall0, ' s'
+          flush(error_unit)
+        end if
+        if (opt%wall_limit > 0 .and. wall_seconds() - wall0 > opt%wall_limit) then
+          stopped = .true.
+          exit
+        end if
+      end if
+    end do
+
+    res%treached = time
+    res%complete = .not. stopped
+    if (.not. split_done) wall_split = wall_seconds()
+    res%wall_first = wall_split - wall_start
+    res%wall_second = wall_seconds() - wall_split
+    res%regular_second = wall_regular - reg_split
+    res%irregular_second = wall_irregular - irr_split
+    res%rest_second = res%wall_second - res%regular_second - res%irregular_second
+    res%nreg_second = nstepr - nreg_split
+    res%nirr_second = nstepi - nirr_split
+    res%nblock_second = nblock - nblock_split
+    if (res%nirr_second > 0) res%mean_nb = real(nb_sum - nb_split, dp) / real(res%nirr_second, dp)
+    res%noverflow = noverflow
+    if (stopped) then
+      ! Bodies are not synchronised: energy of the predicted state.
+      tkin = kinetic_energy(n, body, xdot)
+      pot = potential_energy(n, body, x)
+    else
+      tkin = kinetic_energy(n, body, x0dot)
+      pot = potential_energy(n, body, x0)
+    end if
+    res%e_end = tkin - pot
+    res%q_end = tkin / pot
+    res%de_over_e = (res%e_end - res%e0) / res%e0
+    if (present(xend)) xend = x0
+    if (present(vend)) vend = x0dot
+
+    call integrator_free()
+    call blocks_free()
+    call forces_close()
+    call state_free()
+  end subroutine run_plummer
+
+  !> Parameters as NBODY6's test inputs scale them with N.
+  subroutine set_parameters(opt)
+    type(run_options), intent(in) :: opt
+    eta_i = opt%eta_i
+    eta_r = opt%eta_r
+    nnb_target = opt%nnb_target
+    if (nnb_target <= 0) nnb_target = default_nnb_target(n)
+    nnbmax = opt%nnbmax
+    if (nnbmax <= 0) nnbmax = 5 * nnb_target
+    nnbmax = max(nnbmax, nnb_target + 2)
+    ! Room above NNBMAX before GPUNB reports an overflow (ADJUST: NNBMAX+50).
+    nbmax = min(nnbmax + 50, n)
+    lmax = nbmax + 2
+    smax = opt%smax
+    if (smax <= 0) smax = merge(1.0_dp, 0.125_dp, n <= 16384)
+    smax = scale(1.0_dp, exponent(smax) - 1)
+    if (n <= 5000) then
+      npact = 75
+    else if (n <= 50000) then
+      npact = 100
+    else if (n <= 100000) then
+      npact = 150
+    else
+      npact = 200
+    end if
+    bodym = sum(body) / n
+    znbmax = 0.9_dp * nnbmax
+    znbmin = max(0.2_dp * nnbmax, 1.0_dp)
+    stepj = 0.01_dp * (60000.0_dp / n)**(1.0_dp / 3.0_dp)
+    alpha = 0
+    rc2 = 0
+    rsfac = 0
+    rscale = 1
+  end subroutine set_parameters
+
+  !> ADJUST's updates: scale radius, core radius (density-weighted, with
+  !> NNB/RS**3 as density), RSFAC, and ALPHA nudged towards the target <NB>.
+  subroutine update_controls(tkin, pot)
+    real(dp), intent(in) :: tkin, pot
+    real(dp) :: mtot, tcr, vc, rsmin, meannb
+    mtot = sum(body)
+    rscale = 0.5_dp * mtot**2 / pot
+    tcr = 2.0_dp * rscale / sqrt(2.0_dp * tkin / mtot)
+    vc = sqrt(2.0_dp * tkin / mtot)
+    if (alpha == 0) then
+      alpha = real(nnbmax, dp) * sqrt(0.08_dp * rscale**3 / n)
+      rsfac = 25.0_dp / tcr
+      return
+    end if
+    call core_radius(rsmin)
+    rsfac = max(25.0_dp / tcr, 1.5_dp * vc / rsmin)
+    meannb = real(sum(int(nnb, int64)), dp) / n
+    if (meannb < nnb_target) then
+      alpha = 1.1_dp * alpha
+    else
+      alpha = 0.9_dp * alpha
+    end if
+  end subroutine update_controls
+
+  !> Core radius squared (Casertano & Hut 1985 weighting by density squared,
+  !> with NNB/RS**3 as the density of body i) and the smallest RS.
+  subroutine core_radius(rsmin)
+    real(dp), intent(out) :: rsmin
+    real(dp) :: w, sw, swr, r2
+    integer :: i
+    sw = 0; swr = 0; rsmin = huge(1.0_dp)
+    do i = 1, n
+      r2 = x0(1,i)**2 + x0(2,i)**2 + x0(3,i)**2
+      w = (real(nnb(i), dp) / rs(i)**3)**2
+      sw = sw + w
+      swr = swr + w * r2
+      if (nnb(i) > 0) rsmin = min(rsmin, rs(i))
+    end do
+    if (sw > 0) rc2 = swr / sw
+  end subroutine core_radius
+
+  !> First neighbour radii: the sphere holding nnb_target bodies at the
+  !> density of a Plummer model with the same scale radius; refined by
+  !> initial_forces against the real counts.
+  subroutine initial_rs_guess()
+    real(dp) :: a, r2
+    integer :: i
+    ! Plummer scale length a = 3 pi / 16 in standard units (rscale = 1).
+    a = 3.0_dp * acos(-1.0_dp) / 16.0_dp * rscale
+    do i = 1, n
+      r2 = x0(1,i)**2 + x0(2,i)**2 + x0(3,i)**2
+      rs(i) = a * (real(nnb_target, dp) / n)**(1.0_dp / 3.0_dp) * (1.0_dp + r2 / a**2)**(5.0_dp / 6.0_dp)
+    end do
+  end subroutine initial_rs_guess
+
+  subroutine report(tkin, pot, e0, wall0)
+    real(dp), intent(in) :: tkin, pot, e0, wall0
+    real(dp) :: e, meannb
+    e = tkin - pot
+    meannb = real(sum(int(nnb, int64)), dp) / n
+    write(output_unit, '(f10.4,f13.8,es12.3,f7.4,f7.1,3i14,i13,f11.2)') time, e, (e - e0) / e0, &
+        tkin / pot, meannb, nstepi, nstepr, nblock, nblckr, wall_seconds() - wall0
+    flush(output_unit)
+  end subroutine report
+end module ac_run

@@ -1,0 +1,81 @@
+!> ac_state -- the particle data of the Ahmad-Cohen Hermite integrator, in
+!> NBODY6's names and conventions (common6.h) so that the flow can be read
+!> beside NBODY6's GPU2 code: F = acc/2 and FDOT = jerk/6 (Taylor
+!> coefficients, what GPUIRR_SET_JP takes); FI, FR, FIDOT, FRDOT, D2, D3, D2R,
+!> D3R are full derivatives.  No regularisation: IFIRST = 1, NTOT = N.
+module ac_state
+  use, intrinsic :: iso_fortran_env, only: real64, int64
+  implicit none
+  public
+
+  integer, parameter :: dp = real64
+  !> i-particles per GPUNB_REGF call (NBODY6's NIMAX).
+  integer, parameter :: nimax = 1024
+  !> Deepest block-step level: steps down to smax * 2**(1 - maxlevel).
+  integer, parameter :: maxlevel = 60
+
+  ! ---- parameters of the run (set once by ac_setup) -------------------------
+  integer :: n = 0
+  real(dp) :: eta_i = 0.02_dp, eta_r = 0.03_dp
+  !> Largest step (a power of two, so that report times are block times).
+  real(dp) :: smax = 0.125_dp
+  !> Mean neighbour number aimed at, the maximum (NBODY6's NNBMAX), and the
+  !> limit given to GPUNB_REGF (count including self; overflow above it).
+  integer :: nnb_target = 0, nnbmax = 0, nbmax = 0
+  !> Leading dimension of the GPUNB list columns and GPUIRR's list length + 1.
+  integer :: lmax = 0
+  !> Few active particles and no regular one: predict only those (PRED_ACT).
+  integer :: npact = 100
+  real(dp) :: bodym = 0
+  !> Neighbour-sphere control (NBODY6's ALPHA, ZNBMIN, ZNBMAX, RSFAC), the
+  !> scale radius 0.5 M**2 / POT, the core radius squared, and the step above
+  !> which Jun Makino's convergence test is applied (NBODY6's STEPJ).
+  real(dp) :: alpha = 0, znbmin = 0, znbmax = 0, rsfac = 0, rscale = 1, rc2 = 0.01_dp
+  real(dp) :: stepj = 0.01_dp
+
+  ! ---- particles -------------------------------------------------------------
+  real(dp), allocatable :: body(:)
+  real(dp), allocatable :: x0(:,:), x0dot(:,:)    ! corrected state at T0
+  real(dp), allocatable :: x(:,:), xdot(:,:)      ! predicted state at TPRED
+  real(dp), allocatable :: f(:,:), fdot(:,:)      ! acc/2, jerk/6 at T0
+  real(dp), allocatable :: fi(:,:), fidot(:,:)    ! irregular force, derivative
+  real(dp), allocatable :: fr(:,:), frdot(:,:)    ! regular force, derivative (at T0R)
+  real(dp), allocatable :: d2(:,:), d3(:,:)       ! irregular 2nd, 3rd derivative
+  real(dp), allocatable :: d2r(:,:), d3r(:,:)     ! regular 2nd, 3rd derivative
+  real(dp), allocatable :: t0(:), t0r(:), step(:), stepr(:), tnew(:), tpred(:)
+  real(dp), allocatable :: rs(:)                  ! neighbour radius
+  integer, allocatable :: nnb(:)                  ! current list length (self excluded)
+
+  ! ---- time and counters ----------------------------------------------------
+  real(dp) :: time = 0
+  integer(int64) :: nstepi = 0, nstepr = 0, nblock = 0, nblckr = 0, noverflow = 0, nvoid = 0
+  !> Sum of list lengths over irregular steps (mean cost of one step).
+  integer(int64) :: nb_sum = 0
+
+  ! ---- wall-clock accounting (seconds) ---------------------------------------
+  !> Regular force: CXVPRED + GPUNB_SEND + GPUNB_REGF (retries included).
+  !> Irregular force: GPUIRR_PRED_ALL/PRED_ACT + GPUIRR_FIRR_VEC.
+  real(dp) :: wall_regular = 0, wall_irregular = 0
+
+contains
+
+  !> Allocate every per-particle array for nbodies bodies.
+  subroutine state_allocate(nbodies)
+    integer, intent(in) :: nbodies
+    n = nbodies
+    allocate(body(n), x0(3,n), x0dot(3,n), x(3,n), xdot(3,n), f(3,n), fdot(3,n))
+    allocate(fi(3,n), fidot(3,n), fr(3,n), frdot(3,n), d2(3,n), d3(3,n), d2r(3,n), d3r(3,n))
+    allocate(t0(n), t0r(n), step(n), stepr(n), tnew(n), tpred(n), rs(n), nnb(n))
+  end subroutine state_allocate
+
+  subroutine state_free()
+    if (allocated(body)) then
+      deallocate(body, x0, x0dot, x, xdot, f, fdot, fi, fidot, fr, frdot, d2, d3, d2r, d3r)
+      deallocate(t0, t0r, step, stepr, tnew, tpred, rs, nnb)
+    end if
+    n = 0
+    time = 0
+    nstepi = 0; nstepr = 0; nblock = 0; nblckr = 0; noverflow = 0; nvoid = 0; nb_sum = 0
+    wall_regular = 0; wall_irregular = 0
+  end subroutine state_free
+end module ac_state

@@ -1,0 +1,139 @@
+!> plummer_ac -- the Plummer timing run of Nitadori & Aarseth (2012) with the
+!> nb6accel libraries: an equal-mass Plummer model in N-body units,
+!> integrated with the Ahmad-Cohen 4th-order Hermite scheme on block steps
+!> exactly as NBODY6's GPU2 loop calls GPUNB and GPUIRR, timed from t = 2
+!> to 4.  Reports at t = 0, 1, 2, 3, 4; a table at the end; -csv appends it.
+!>
+!>   plummer_ac [-n N] [-seed S] [-tend T] [-etai E] [-etar E] [-nnb NB]
+!>              [-nbmax NB] [-smax S] [-ic FILE] [-dump FILE] [-csv FILE]
+!>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-q]
+program plummer_ac
+  use, intrinsic :: iso_fortran_env, only: real64, error_unit, output_unit
+  use plummer_model, only: plummer_generate, plummer_read
+  use ac_run, only: run_options, run_result, run_plummer, default_nnb_target
+  use ac_table, only: print_table, append_csv
+  implicit none
+  integer, parameter :: dp = real64
+  type(run_options) :: opt
+  type(run_result) :: res
+  integer :: n, seed, k, nargs, unit, i
+  character(len=1024) :: arg, val, ic_file, csv_file, dump_file, label
+  real(dp), allocatable :: body(:), x(:,:), v(:,:), xe(:,:), ve(:,:)
+
+  n = 4096; seed = 1
+  ic_file = ''; csv_file = ''; dump_file = ''; label = ''
+  nargs = command_argument_count()
+  k = 1
+  do while (k <= nargs)
+    call get_command_argument(k, arg)
+    select case (trim(arg))
+    case ('-h', '-help', '--help')
+      call usage()
+      stop
+    case ('-q')
+      opt%quiet = .true.
+      k = k + 1
+      cycle
+    end select
+    if (k == nargs) call bad(arg, '(missing value)')
+    call get_command_argument(k + 1, val)
+    select case (trim(arg))
+    case ('-n'); n = int_value(arg, val, 2)
+    case ('-seed'); seed = int_value(arg, val, 0)
+    case ('-tend'); opt%tend = real_value(arg, val, 0.0_dp)
+    case ('-etai'); opt%eta_i = real_value(arg, val, 1.0e-6_dp)
+    case ('-etar'); opt%eta_r = real_value(arg, val, 1.0e-6_dp)
+    case ('-nnb'); opt%nnb_target = int_value(arg, val, 1)
+    case ('-nbmax'); opt%nnbmax = int_value(arg, val, 2)
+    case ('-smax'); opt%smax = real_value(arg, val, 1.0e-6_dp)
+    case ('-wall-limit'); opt%wall_limit = real_value(arg, val, 0.0_dp)
+    case ('-progress'); opt%progress = real_value(arg, val, 0.0_dp)
+    case ('-ic'); ic_file = val
+    case ('-csv'); csv_file = val
+    case ('-dump'); dump_file = val
+    case ('-label'); label = val
+    case default
+      write(error_unit, '(3a)') 'plummer_ac: unknown option "', trim(arg), '" (try -help)'
+      stop 2
+    end select
+    k = k + 2
+  end do
+
+  if (len_trim(ic_file) > 0) then
+    call plummer_read(trim(ic_file), n, body, x, v)
+  else
+    allocate(body(n), x(3,n), v(3,n))
+    call plummer_generate(n, seed, body, x, v)
+  end if
+  if (opt%nnb_target > 0 .and. opt%nnb_target > n / 4) then
+    write(error_unit, '(a,i0,a,i0)') 'plummer_ac: -nnb ', opt%nnb_target, ' is too large for N = ', n
+    stop 2
+  end if
+
+  allocate(xe(3,n), ve(3,n))
+  if (.not. opt%quiet) then
+    if (len_trim(ic_file) > 0) then
+      write(output_unit, '(a,i0,3a)') '# plummer_ac: N = ', n, '  initial conditions from "', trim(ic_file), '"'
+    else
+      write(output_unit, '(a,i0,a,i0,a)') '# plummer_ac: N = ', n, '  seed = ', seed, &
+          '  Plummer model (Aarseth, Henon & Wielen 1974), E = -1/4'
+    end if
+  end if
+  call run_plummer(n, body, x, v, opt, res, xe, ve)
+  call print_table(res)
+  if (len_trim(csv_file) > 0) call append_csv(trim(csv_file), res, opt, seed, trim(label))
+  if (len_trim(dump_file) > 0) then
+    open(newunit=unit, file=trim(dump_file), status='replace', action='write')
+    write(unit, '(a,f0.6)') '# m x y z vx vy vz at t = ', res%treached
+    do i = 1, n
+      write(unit, '(7es25.16e3)') body(i), xe(:,i), ve(:,i)
+    end do
+    close(unit)
+  end if
+  if (.not. res%complete) stop 1
+
+contains
+
+  subroutine usage()
+    write(output_unit, '(a)') 'usage: plummer_ac [options]', &
+        '  -n N            number of bodies (default 4096)', &
+        '  -seed S         random seed of the Plummer model (default 1)', &
+        '  -ic FILE        read "m x y z vx vy vz" lines instead (used as given)', &
+        '  -tend T         end time (default 4; timing of the second half, t = 2..4)', &
+        '  -etai E         irregular accuracy parameter (default 0.02)', &
+        '  -etar E         regular accuracy parameter (default 0.03)', &
+        '  -nnb NB         mean neighbour number aimed at (default 16 (N/1024)**0.3)', &
+        '  -nbmax NB       largest neighbour number (NBODY6 NNBMAX, default 5 * target)', &
+        '  -smax S         largest step, a power of two (default 1 for N <= 16k, else 1/8)', &
+        '  -csv FILE       append the final table as a CSV row', &
+        '  -label TEXT     free text for the CSV row (machine, back-end)', &
+        '  -dump FILE      write the final state as "m x y z vx vy vz" lines', &
+        '  -wall-limit S   stop after S seconds of wall time (row marked stopped)', &
+        '  -progress S     progress line on stderr every S seconds (default 10, 0: none)', &
+        '  -q              no reports, only the final table'
+  end subroutine usage
+
+  subroutine bad(name, value)
+    character(len=*), intent(in) :: name, value
+    write(error_unit, '(5a)') 'plummer_ac: bad value for ', trim(name), ': "', trim(value), '"'
+    stop 2
+  end subroutine bad
+
+  integer function int_value(name, text, lowest)
+    character(len=*), intent(in) :: name, text
+    integer, intent(in) :: lowest
+    integer :: ios
+    read(text, *, iostat=ios) int_value
+    if (ios /= 0) call bad(name, text)
+    if (int_value < lowest) call bad(name, text)
+  end function int_value
+
+  real(dp) function real_value(name, text, lowest)
+    character(len=*), intent(in) :: name, text
+    real(dp), intent(in) :: lowest
+    integer :: ios
+    read(text, *, iostat=ios) real_value
+    if (ios /= 0) call bad(name, text)
+    if (real_value < lowest) call bad(name, text)
+  end function real_value
+end program plummer_ac

@@ -1,0 +1,79 @@
+!> test_plummer_model -- the initial conditions of the timing run: E = -1/4
+!> and virial ratio 1/2 to rounding (checked with a direct double sum here,
+!> not with the GPUPOT the generator scales with), centre of mass at rest at
+!> the origin, equal masses summing to 1, the half-mass radius of a Plummer
+!> model (0.769 in these units), radii within the cut, and the same model
+!> for the same seed.
+program test_plummer_model
+  use, intrinsic :: iso_fortran_env, only: real64
+  use plummer_model, only: plummer_generate, half_mass_radius
+  implicit none
+  integer, parameter :: dp = real64
+  integer, parameter :: n = 8192, seed = 20120905
+  real(dp), allocatable :: body(:), x(:,:), v(:,:), x2(:,:), v2(:,:)
+  real(dp) :: t, w, e, q, cx(3), cv(3), rh, rmax, a
+  integer :: npass, nfail, i, j
+
+  npass = 0; nfail = 0
+  allocate(body(n), x(3,n), v(3,n), x2(3,n), v2(3,n))
+  call plummer_generate(n, seed, body, x, v)
+  write(*, '(a,i0,a,i0)') 'test_plummer_model: N = ', n, '  seed = ', seed
+
+  t = 0; w = 0
+  do i = 1, n
+    t = t + 0.5_dp * body(i) * sum(v(:,i)**2)
+  end do
+  !$omp parallel do reduction(+:w) private(j) schedule(dynamic, 64)
+  do i = 1, n
+    do j = i + 1, n
+      w = w - body(i) * body(j) / sqrt(sum((x(:,i) - x(:,j))**2))
+    end do
+  end do
+  !$omp end parallel do
+  e = t + w
+  q = t / abs(w)
+  call check('E = -1/4 (direct double sum)', abs(e + 0.25_dp) < 1.0e-12_dp, e)
+  call check('virial ratio T/|W| = 1/2', abs(q - 0.5_dp) < 1.0e-12_dp, q)
+  call check('total mass 1', abs(sum(body) - 1.0_dp) < 1.0e-14_dp, sum(body))
+  call check('equal masses', maxval(body) == minval(body), maxval(body) - minval(body))
+  cx = 0; cv = 0
+  do i = 1, n
+    cx = cx + body(i) * x(:,i)
+    cv = cv + body(i) * v(:,i)
+  end do
+  call check('centre of mass at the origin', maxval(abs(cx)) < 1.0e-14_dp, maxval(abs(cx)))
+  call check('centre of mass at rest', maxval(abs(cv)) < 1.0e-14_dp, maxval(abs(cv)))
+  ! Plummer: r_h = a / sqrt(2**(2/3) - 1) = 1.3048 a, a = 3 pi / 16 here;
+  ! sampling noise of the median radius at N = 8192 is about 1 %.
+  a = 3.0_dp * acos(-1.0_dp) / 16.0_dp
+  rh = half_mass_radius(n, body, x)
+  call check('half-mass radius 0.769 +- 4 %', abs(rh / (1.3048_dp * a) - 1.0_dp) < 0.04_dp, rh)
+  rmax = 0
+  do i = 1, n
+    rmax = max(rmax, sqrt(sum(x(:,i)**2)))
+  end do
+  ! Cut at 10 a before scaling; scaling and centring move it little.
+  call check('no body beyond the 10 a cut', rmax < 11.0_dp * a, rmax)
+  call plummer_generate(n, seed, body, x2, v2)
+  call check('same seed, same model', all(x2 == x) .and. all(v2 == v), maxval(abs(x2 - x)))
+  call plummer_generate(n, seed + 1, body, x2, v2)
+  call check('other seed, other model', any(x2 /= x), maxval(abs(x2 - x)))
+
+  write(*, '(a,i0,a,i0,a)') 'test_plummer_model: ', npass, ' passed, ', nfail, ' failed'
+  if (nfail > 0) stop 1
+
+contains
+
+  subroutine check(what, ok, value)
+    character(len=*), intent(in) :: what
+    logical, intent(in) :: ok
+    real(dp), intent(in) :: value
+    if (ok) then
+      npass = npass + 1
+      write(*, '(a,a,a,es14.6,a)') 'PASS: ', what, ' (', value, ')'
+    else
+      nfail = nfail + 1
+      write(*, '(a,a,a,es14.6,a)') 'FAIL: ', what, ' (got ', value, ')'
+    end if
+  end subroutine check
+end program test_plummer_model
