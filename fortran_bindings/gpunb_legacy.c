@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
@@ -87,5 +88,50 @@ void NB6_F_GPUNB_CLOSE(void)
 void NB6_F_GPUPOT(int *n, double *m, double (*x)[3], double *pot)
 {
     if (gpunb_potential(*n, m, (const double(*)[3])x, pot) != GPUNB_OK)
+        stop();
+}
+
+void NB6_F_GPUNB_SET_JP(int *j, double *x0, double *v0, double *f_half, double *fdot_sixth,
+                        double *mass, double *t0)
+{
+    require_open("GPUNB_SET_JP");
+    if (gpunb_set_jparticle(default_handle, *j - 1, x0, v0, f_half, fdot_sixth, *mass, *t0) != GPUNB_OK)
+        stop();
+}
+
+void NB6_F_GPUNB_PREDICT(int *nj, double *time)
+{
+    require_open("GPUNB_PREDICT");
+    if (gpunb_predict(default_handle, *nj, *time) != GPUNB_OK)
+        stop();
+}
+
+/* Fortran's 1-based j indices, made 0-based once per call in a buffer that
+ * only grows (no allocation once NI has been seen). */
+static int *zero_based;
+static int zero_based_cap;
+
+void NB6_F_GPUNB_REGF_START(int *ni, int *ji, double *h2, double *dtr, int *lmax, int *nbmax)
+{
+    require_open("GPUNB_REGF_START");
+    if (*ni > zero_based_cap) {
+        free(zero_based);
+        zero_based = malloc(sizeof(int) * (size_t)*ni);
+        zero_based_cap = zero_based ? *ni : 0;
+        if (!zero_based) {
+            fprintf(stderr, "nb6accel: GPUNB_REGF_START: out of memory for NI = %d\n", *ni);
+            exit(2);
+        }
+    }
+    for (int i = 0; i < *ni; i++)
+        zero_based[i] = ji[i] - 1;
+    if (gpunb_regf_start(default_handle, *ni, zero_based, h2, dtr, *lmax, *nbmax) != GPUNB_OK)
+        stop();
+}
+
+void NB6_F_GPUNB_REGF_FINISH(double (*acc)[3], double (*jrk)[3], double *pot, int *list)
+{
+    require_open("GPUNB_REGF_FINISH");
+    if (gpunb_regf_finish(default_handle, acc, jrk, pot, list) != GPUNB_OK)
         stop();
 }

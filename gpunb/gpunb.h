@@ -100,6 +100,40 @@ GPUNB_API int gpunb_regf(gpunb *nb, int ni, const double *h2, const double *dtr,
 /* Counters since open. */
 GPUNB_API void gpunb_get_stats(const gpunb *nb, gpunb_stats *out);
 
+/* ---- Resident j-particles and an asynchronous regular force ----------------
+ * In the spirit of GPUIRR: instead of predicting all j on the host and sending
+ * them every block (gpunb_send), keep each j-particle's predictor state in the
+ * handle (on the GPU with the CUDA back-end), update only the particles that
+ * were corrected, and let the handle predict all j itself.  Then start the
+ * regular force, do other work (irregular forces, correctors), and collect it.
+ * Order: gpunb_set_jparticle* -> gpunb_predict -> gpunb_regf_start ->
+ * gpunb_regf_finish; calling out of that order is a usage error, and while a
+ * force is in flight nothing may change the j-set (send, predict, another
+ * start), so results can never be read early or computed from moved data. */
+
+/* Store the predictor state of j-particle j (0-based, < capacity): position
+ * x0, velocity v0, f_half = acc/2, fdot_sixth = jerk/6 at epoch t0, and mass
+ * m >= 0.  Takes effect at the next gpunb_predict.  May be called from several
+ * threads at once for distinct j. */
+GPUNB_API int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3],
+                                  const double f_half[3], const double fdot_sixth[3],
+                                  double m, double t0);
+
+/* Predict the resident j-particles 0..nj-1 (all set at least once) to time t,
+ * in double precision, x = x0 + dt (v0 + dt (f_half + dt fdot_sixth)),
+ * v = v0 + 2 dt (f_half + 1.5 dt fdot_sixth), and make them the j-set. */
+GPUNB_API int gpunb_predict(gpunb *nb, int nj, double t);
+
+/* Start the regular force on the ni j-set members j_index[0..ni-1] (0-based)
+ * as i-particles, at their predicted positions; returns without waiting. */
+GPUNB_API int gpunb_regf_start(gpunb *nb, int ni, const int *j_index, const double *h2,
+                               const double *dtr, int lmax, int nbmax);
+
+/* Wait for the force of the last gpunb_regf_start and write it exactly as
+ * gpunb_regf does (ni rows of acc, jrk, pot; ni columns of lmax ints). */
+GPUNB_API int gpunb_regf_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3], double *pot,
+                                int *list);
+
 /* Potential of every particle from all others, in double precision:
  * pot[k] = +sum_{l != k, r_kl > 0} m_l / r_kl, k = 0..n-1.  Needs no handle
  * (NBODY6 calls GPUPOT while GPUNB is closed); uses a GPU when one is usable

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "gpunb_backend.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,60 @@ struct gpunb {
     int nj; /* size of the current j-set; 0 before the first send */
     char description[NB6_ERRMSG_LEN];
     gpunb_stats stats;
+
+    /* Resident j-particles: per-record writes and flags only, so that
+     * gpunb_set_jparticle is safe from concurrent threads. */
+    gpunb_jrecords rec;
+    unsigned char *known, *dirty;
+    int *dirty_list;
+    int predicted;          /* the j-set is the prediction of the records */
+    double (*xp)[3], (*vp)[3]; /* host prediction, when the back-end has none */
+
+    /* The force between gpunb_regf_start and gpunb_regf_finish. */
+    int in_flight, pending_ni, pending_lmax, pending_limit, pending_cap;
+    double *pending_h2, *pending_dtr, (*pending_x)[3], (*pending_v)[3];
 };
+
+static void free_resident(gpunb *nb)
+{
+    nb6_free(nb->rec.x0);
+    nb6_free(nb->rec.v0);
+    nb6_free(nb->rec.f_half);
+    nb6_free(nb->rec.fdot_sixth);
+    nb6_free(nb->rec.m);
+    nb6_free(nb->rec.t0);
+    nb6_free(nb->known);
+    nb6_free(nb->dirty);
+    nb6_free(nb->dirty_list);
+    nb6_free(nb->xp);
+    nb6_free(nb->vp);
+    nb6_free(nb->pending_h2);
+    nb6_free(nb->pending_dtr);
+    nb6_free(nb->pending_x);
+    nb6_free(nb->pending_v);
+}
+
+static int alloc_resident(gpunb *nb, int capacity)
+{
+    size_t n = (size_t)capacity;
+    nb->rec.x0 = nb6_alloc(n * sizeof(double[3]));
+    nb->rec.v0 = nb6_alloc(n * sizeof(double[3]));
+    nb->rec.f_half = nb6_alloc(n * sizeof(double[3]));
+    nb->rec.fdot_sixth = nb6_alloc(n * sizeof(double[3]));
+    nb->rec.m = nb6_alloc(n * sizeof(double));
+    nb->rec.t0 = nb6_alloc(n * sizeof(double));
+    nb->known = nb6_alloc(n);
+    nb->dirty = nb6_alloc(n);
+    nb->dirty_list = nb6_alloc(n * sizeof(int));
+    if (!nb->ops->predict) {
+        nb->xp = nb6_alloc(n * sizeof(double[3]));
+        nb->vp = nb6_alloc(n * sizeof(double[3]));
+        if (!nb->xp || !nb->vp)
+            return 0;
+    }
+    return nb->rec.x0 && nb->rec.v0 && nb->rec.f_half && nb->rec.fdot_sixth && nb->rec.m &&
+           nb->rec.t0 && nb->known && nb->dirty && nb->dirty_list;
+}
 
 static _Thread_local char last_error[NB6_ERRMSG_LEN];
 
@@ -151,6 +205,13 @@ int gpunb_open(gpunb **out, int capacity, enum gpunb_backend_kind kind)
     }
     nb->ops = ops;
     nb->capacity = capacity;
+    if (!alloc_resident(nb, capacity)) {
+        ops->close(nb->state);
+        free_resident(nb);
+        free(nb);
+        return gpunb_fail(GPUNB_ERESOURCE,
+                          "gpunb_open: out of host memory for %d resident j-particles", capacity);
+    }
     *out = nb;
     return GPUNB_OK;
 }
@@ -159,8 +220,17 @@ void gpunb_close(gpunb *nb)
 {
     if (!nb)
         return;
-    nb->ops->close(nb->state);
+    nb->ops->close(nb->state); /* waits for a force still in flight */
+    free_resident(nb);
     free(nb);
+}
+
+static int refuse_in_flight(const char *routine)
+{
+    return gpunb_fail(GPUNB_EUSAGE,
+                      "%s: a regular force started by gpunb_regf_start is in flight; call "
+                      "gpunb_regf_finish first",
+                      routine);
 }
 
 const char *gpunb_backend_name(const gpunb *nb) { return nb ? nb->ops->name : "none"; }
@@ -191,7 +261,10 @@ int gpunb_send(gpunb *nb, int nj, const double *m, const double (*x)[3], const d
 
     if (!nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_send: called before gpunb_open (handle is NULL)");
+    if (nb->in_flight)
+        return refuse_in_flight("gpunb_send");
     nb->nj = 0; /* a rejected j-set must not leave the old one in use */
+    nb->predicted = 0;
     if (nj < 1 || nj > nb->capacity)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_send: nj = %d is outside 1..%d (the capacity given at open)",
                           nj, nb->capacity);
@@ -225,6 +298,8 @@ int gpunb_regf(gpunb *nb, int ni, const double *h2, const double *dtr, const dou
 
     if (!nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf: called before gpunb_open (handle is NULL)");
+    if (nb->in_flight)
+        return refuse_in_flight("gpunb_regf");
     if (nb->nj < 1)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf: no j-particles: call gpunb_send first");
     if (ni < 0)
@@ -251,6 +326,208 @@ int gpunb_regf(gpunb *nb, int ni, const double *h2, const double *dtr, const dou
         return st;
     nb->stats.regf_calls++;
     nb->stats.interactions += (double)ni * (double)nb->nj;
+    nb->stats.time_force += t_force;
+    nb->stats.time_gather += t_gather;
+    nb->stats.time_total += nb6_clock() - t0;
+    return GPUNB_OK;
+}
+
+int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3],
+                        const double f_half[3], const double fdot_sixth[3], double m, double t0)
+{
+    if (!nb)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_jparticle: called before gpunb_open (handle is NULL)");
+    if (j < 0 || j >= nb->capacity)
+        return gpunb_fail(GPUNB_EUSAGE,
+                          "gpunb_set_jparticle: j = %d is outside 0..%d (the capacity given at open)",
+                          j, nb->capacity - 1);
+    if (!x0 || !v0 || !f_half || !fdot_sixth)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_jparticle: a NULL array for j-particle %d", j);
+    const double *arrays[4] = {x0, v0, f_half, fdot_sixth};
+    static const char *const names[4] = {"x0", "v0", "f_half", "fdot_sixth"};
+    for (int a = 0; a < 4; a++) {
+        long k = nb6_first_nonfinite(arrays[a], 3);
+        if (k >= 0)
+            return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_jparticle: %s[%ld] = %g of j-particle %d is not finite",
+                              names[a], k, arrays[a][k], j);
+    }
+    if (!isfinite(m) || m < 0.0)
+        return gpunb_fail(GPUNB_EUSAGE,
+                          "gpunb_set_jparticle: m = %g of j-particle %d is not a finite non-negative mass", m, j);
+    if (!isfinite(t0))
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_jparticle: t0 = %g of j-particle %d is not finite", t0, j);
+    for (int k = 0; k < 3; k++) {
+        nb->rec.x0[j][k] = x0[k];
+        nb->rec.v0[j][k] = v0[k];
+        nb->rec.f_half[j][k] = f_half[k];
+        nb->rec.fdot_sixth[j][k] = fdot_sixth[k];
+    }
+    nb->rec.m[j] = m;
+    nb->rec.t0[j] = t0;
+    nb->known[j] = 1;
+    nb->dirty[j] = 1;
+    return GPUNB_OK;
+}
+
+/* Same Horner form as NBODY6's JPRED and gpuirr_host_predict. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("fp-contract=off")))
+#endif
+static void host_predict(gpunb *nb, int nj, double t)
+{
+    const gpunb_jrecords *r = &nb->rec;
+#pragma omp parallel for schedule(static) if (nj > 4096)
+    for (int j = 0; j < nj; j++) {
+        double dt = t - r->t0[j];
+        for (int k = 0; k < 3; k++) {
+            double a2 = r->f_half[j][k], j6 = r->fdot_sixth[j][k];
+            nb->xp[j][k] = r->x0[j][k] + dt * (r->v0[j][k] + dt * (a2 + dt * j6));
+            nb->vp[j][k] = r->v0[j][k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
+        }
+    }
+}
+
+int gpunb_predict(gpunb *nb, int nj, double t)
+{
+    double t0 = nb6_clock();
+    int st, ndirty = 0;
+
+    if (!nb)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_predict: called before gpunb_open (handle is NULL)");
+    if (nb->in_flight)
+        return refuse_in_flight("gpunb_predict");
+    if (nj < 1 || nj > nb->capacity)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_predict: nj = %d is outside 1..%d (the capacity given at open)",
+                          nj, nb->capacity);
+    if (!isfinite(t))
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_predict: time = %g is not finite", t);
+    for (int j = 0; j < nj; j++) {
+        if (!nb->known[j])
+            return gpunb_fail(GPUNB_EUSAGE,
+                              "gpunb_predict: j-particle %d of 0..%d was never set with gpunb_set_jparticle",
+                              j, nj - 1);
+        if (nb->dirty[j]) {
+            nb->dirty[j] = 0;
+            nb->dirty_list[ndirty++] = j;
+        }
+    }
+    nb->nj = 0;
+    nb->predicted = 0;
+    if (nb->ops->predict) {
+        st = nb->ops->predict(nb->state, nj, t, &nb->rec, ndirty, nb->dirty_list);
+    } else {
+        host_predict(nb, nj, t);
+        st = nb->ops->send(nb->state, nj, nb->rec.m, (const double(*)[3])nb->xp,
+                           (const double(*)[3])nb->vp);
+    }
+    if (st != GPUNB_OK) {
+        for (int k = 0; k < ndirty; k++) /* upload again next time */
+            nb->dirty[nb->dirty_list[k]] = 1;
+        return st;
+    }
+    nb->nj = nj;
+    nb->predicted = 1;
+    nb->stats.send_calls++;
+    nb->stats.time_send += nb6_clock() - t0;
+    nb->stats.time_total += nb6_clock() - t0;
+    return GPUNB_OK;
+}
+
+static int grow_pending(gpunb *nb, int ni)
+{
+    if (ni <= nb->pending_cap)
+        return GPUNB_OK;
+    nb6_free(nb->pending_h2);
+    nb6_free(nb->pending_dtr);
+    nb6_free(nb->pending_x);
+    nb6_free(nb->pending_v);
+    nb->pending_h2 = nb6_alloc((size_t)ni * sizeof(double));
+    nb->pending_dtr = nb6_alloc((size_t)ni * sizeof(double));
+    nb->pending_x = nb6_alloc((size_t)ni * sizeof(double[3]));
+    nb->pending_v = nb6_alloc((size_t)ni * sizeof(double[3]));
+    nb->pending_cap = ni;
+    if (!nb->pending_h2 || !nb->pending_dtr || !nb->pending_x || !nb->pending_v) {
+        nb->pending_cap = 0;
+        return gpunb_fail(GPUNB_ERESOURCE, "gpunb_regf_start: out of host memory for ni = %d", ni);
+    }
+    return GPUNB_OK;
+}
+
+int gpunb_regf_start(gpunb *nb, int ni, const int *j_index, const double *h2, const double *dtr,
+                     int lmax, int nbmax)
+{
+    double t0 = nb6_clock();
+    long k;
+    int st;
+
+    if (!nb)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: called before gpunb_open (handle is NULL)");
+    if (nb->in_flight)
+        return refuse_in_flight("gpunb_regf_start");
+    if (!nb->predicted)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: no predicted j-set: call gpunb_predict first");
+    if (ni < 1)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: ni = %d, must be at least 1", ni);
+    if (lmax < 1)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: lmax = %d, must be at least 1", lmax);
+    if (nbmax < 0)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: nbmax = %d is negative", nbmax);
+    if (!j_index || !h2 || !dtr)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: a NULL array (j_index, h2 or dtr)");
+    for (int i = 0; i < ni; i++)
+        if (j_index[i] < 0 || j_index[i] >= nb->nj)
+            return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: j_index[%d] = %d is outside 0..%d (the j-set)",
+                              i, j_index[i], nb->nj - 1);
+    if ((k = nb6_first_nonfinite(h2, ni)) >= 0)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: h2[%ld] = %g is not finite", k, h2[k]);
+    if ((k = nb6_first_nonfinite(dtr, ni)) >= 0)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: dtr[%ld] = %g is not finite", k, dtr[k]);
+
+    int limit = nbmax < lmax - 1 ? nbmax : lmax - 1;
+    if (nb->ops->regf_start) {
+        st = nb->ops->regf_start(nb->state, ni, j_index, h2, dtr, lmax, limit);
+    } else {
+        /* Host emulation: remember the block, compute it at finish. */
+        if ((st = grow_pending(nb, ni)) == GPUNB_OK)
+            for (int i = 0; i < ni; i++) {
+                nb->pending_h2[i] = h2[i];
+                nb->pending_dtr[i] = dtr[i];
+                memcpy(nb->pending_x[i], nb->xp[j_index[i]], sizeof nb->pending_x[i]);
+                memcpy(nb->pending_v[i], nb->vp[j_index[i]], sizeof nb->pending_v[i]);
+            }
+    }
+    if (st != GPUNB_OK)
+        return st;
+    nb->in_flight = 1;
+    nb->pending_ni = ni;
+    nb->pending_lmax = lmax;
+    nb->pending_limit = limit;
+    nb->stats.time_total += nb6_clock() - t0;
+    return GPUNB_OK;
+}
+
+int gpunb_regf_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3], double *pot, int *list)
+{
+    double t0 = nb6_clock(), t_force = 0.0, t_gather = 0.0;
+    int st;
+
+    if (!nb)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_finish: called before gpunb_open (handle is NULL)");
+    if (!nb->in_flight)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_finish: no regular force in flight: call gpunb_regf_start first");
+    if (!acc || !jrk || !list)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_finish: a NULL array (acc, jrk or list)");
+    nb->in_flight = 0;
+    if (nb->ops->regf_finish)
+        st = nb->ops->regf_finish(nb->state, acc, jrk, pot, list, &t_force, &t_gather);
+    else
+        st = nb->ops->regf(nb->state, nb->pending_ni, nb->pending_h2, nb->pending_dtr,
+                           (const double(*)[3])nb->pending_x, (const double(*)[3])nb->pending_v, acc,
+                           jrk, pot, nb->pending_lmax, nb->pending_limit, list, &t_force, &t_gather);
+    if (st != GPUNB_OK)
+        return st;
+    nb->stats.regf_calls++;
+    nb->stats.interactions += (double)nb->pending_ni * (double)nb->nj;
     nb->stats.time_force += t_force;
     nb->stats.time_gather += t_gather;
     nb->stats.time_total += nb6_clock() - t0;

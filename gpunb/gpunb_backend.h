@@ -11,6 +11,8 @@
 #include "gpunb.h"
 #include "nb6_common.h"
 
+struct gpunb_jrecords;
+
 typedef struct gpunb_backend_ops {
     const char *name; /* "reference", "cpu", "cuda" */
 
@@ -31,7 +33,26 @@ typedef struct gpunb_backend_ops {
                 const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
                 double (*jrk)[3], double *pot, int lmax, int limit, int *list,
                 double *t_force, double *t_gather);
+
+    /* Resident j-particles and the asynchronous force (optional: when NULL,
+     * gpunb_api.c predicts on the host, sends, and computes at finish). */
+    /* Predict records 0..nj-1 to t and make them the j-set; the ndirty
+     * records dirty[] changed since the last call (all on the first). */
+    int (*predict)(void *state, int nj, double t, const struct gpunb_jrecords *rec, int ndirty,
+                   const int *dirty);
+    /* Launch the force on j-set members j_index[0..ni-1]; do not wait. */
+    int (*regf_start)(void *state, int ni, const int *j_index, const double *h2,
+                      const double *dtr, int lmax, int limit);
+    /* Wait for the launched force and write it as regf does. */
+    int (*regf_finish)(void *state, double (*acc)[3], double (*jrk)[3], double *pot, int *list,
+                       double *t_force, double *t_gather);
 } gpunb_backend_ops;
+
+/* Host copy of the resident j-particles' predictor state (capacity entries). */
+typedef struct gpunb_jrecords {
+    double (*x0)[3], (*v0)[3], (*f_half)[3], (*fdot_sixth)[3];
+    double *m, *t0;
+} gpunb_jrecords;
 
 /* Back-ends compiled into this build. */
 NB6_INTERNAL extern const gpunb_backend_ops gpunb_backend_cpu; /* reference, double */

@@ -90,7 +90,7 @@ static void random_list(int a, int n, int first, int last)
     col[0] = k;
 }
 
-static double worst_acc, worst_jrk;
+static double worst_acc, worst_jrk, worst_acc_scale, worst_jrk_scale;
 
 static void check_forces(int ni, int *addr, double t, const char *label)
 {
@@ -111,12 +111,20 @@ static void check_forces(int ni, int *addr, double t, const char *label)
                             acc[n][0], acc[n][1], acc[n][2]);
             continue;
         }
-        double ea = tl_relerr3(acc[n], ra, 1e-3 * as), ej = tl_relerr3(jrk[n], rj, 1e-3 * js);
+        /* Each single-precision term carries a few 1e-7 of its own size, so
+         * a sum errs by up to ~1e-6 of the sum of the magnitudes of its terms
+         * whatever cancels; against |ref| that can be more. */
+        double ea = tl_relerr3(acc[n], ra, 0.0), ej = tl_relerr3(jrk[n], rj, 0.0);
+        double eas = tl_relerr3(acc[n], ra, as); /* as >= |ra|: this is err / as */
+        double ejs = tl_relerr3(jrk[n], rj, js);
         worst_acc = fmax(worst_acc, ea);
         worst_jrk = fmax(worst_jrk, ej);
-        bad = !TL_CHECK(isfinite(ea) && isfinite(ej) && ea < 1e-6 && ej < 1e-4,
-                        "%s: row %d (particle %d, %d members): rel. error acc %.2e jrk %.2e", label,
-                        n, a, lists[(size_t)(a - 1) * (size_t)lmax], ea, ej);
+        worst_acc_scale = fmax(worst_acc_scale, eas);
+        worst_jrk_scale = fmax(worst_jrk_scale, ejs);
+        bad = !TL_CHECK(isfinite(ea) && isfinite(ej) && eas < 1e-6 && ea < 1e-5 && ejs < 5e-6 && ej < 1e-3,
+                        "%s: row %d (particle %d, %d members): error of acc %.2e of |acc|, %.2e of "
+                        "sum|terms|; of jerk %.2e, %.2e", label, n, a,
+                        lists[(size_t)(a - 1) * (size_t)lmax], ea, eas, ej, ejs);
     }
     printf("  %-44s %5d particles checked\n", label, ni);
     free(acc);
@@ -210,11 +218,12 @@ int main(void)
         double acc[3], jrk[3], ra[3], rj[3], as, js;
         NB6_F_GPUIRR_FIRR(&addr[3], acc, jrk);
         reference(addr[3], t3, ra, rj, &as, &js);
-        TL_CHECK(tl_relerr3(acc, ra, 1e-3 * as) < 1e-6, "GPUIRR_FIRR differs from the reference");
+        TL_CHECK(tl_relerr3(acc, ra, as) < 1e-6, "GPUIRR_FIRR differs from the reference");
         free(addr);
     }
     NB6_F_GPUIRR_CLOSE();
-    printf("worst relative errors vs double: acc %.3e, jerk %.3e\n", worst_acc, worst_jrk);
+    printf("worst errors vs double: acc %.3e of |acc| (%.3e of sum|terms|), jerk %.3e of |jerk| "
+           "(%.3e of sum|terms|)\n", worst_acc, worst_acc_scale, worst_jrk, worst_jrk_scale);
     free(rec);
     free(lists);
     tl_cluster_free(&c);
