@@ -61,6 +61,11 @@ GPUNB_API const char *gpunb_version(void);
  * routine, the argument, its value and the limit. */
 GPUNB_API const char *gpunb_last_error(void);
 
+/* 1 if gpunb_open(..., kind) can run that back-end here; 0 if not, with the
+ * reason in gpunb_last_error() (e.g. "no CUDA device is visible").  For
+ * GPUNB_BACKEND_DEFAULT: whether the default choice would succeed. */
+GPUNB_API int gpunb_backend_usable(enum gpunb_backend_kind kind);
+
 /* Open a handle for up to `capacity` j-particles (NBODY6 passes NTOT+100). */
 GPUNB_API int gpunb_open(gpunb **out, int capacity, enum gpunb_backend_kind kind);
 

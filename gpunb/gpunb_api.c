@@ -176,6 +176,13 @@ static int choose_backend(enum gpunb_backend_kind kind, const gpunb_backend_ops 
     return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: kind = %d is not a gpunb_backend_kind", (int)kind);
 }
 
+int gpunb_backend_usable(enum gpunb_backend_kind kind)
+{
+    char note[NB6_ERRMSG_LEN];
+    const gpunb_backend_ops *ops = NULL;
+    return choose_backend(kind, &ops, note) == GPUNB_OK;
+}
+
 int gpunb_open(gpunb **out, int capacity, enum gpunb_backend_kind kind)
 {
     char note[NB6_ERRMSG_LEN];

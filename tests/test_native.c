@@ -28,6 +28,12 @@ int main(void)
     expect_status(gpunb_send(NULL, 10, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v),
                   GPUNB_EUSAGE, gpunb_last_error(), "before gpunb_open", "gpunb_send on NULL");
 
+    TL_CHECK(gpunb_backend_usable(GPUNB_BACKEND_REFERENCE) && gpunb_backend_usable(GPUNB_BACKEND_CPU),
+             "the host back-ends must always be usable");
+    if (!gpunb_backend_usable(GPUNB_BACKEND_CUDA))
+        TL_CHECK(strstr(gpunb_last_error(), "CUDA") != NULL, "no reason given why CUDA is unusable: \"%s\"",
+                 gpunb_last_error());
+
     /* Two handles with different j-sets do not see each other. */
     TL_CHECK(gpunb_open(&a, 300, GPUNB_BACKEND_REFERENCE) == GPUNB_OK, "open a: %s", gpunb_last_error());
     TL_CHECK(gpunb_open(&b, 300, GPUNB_BACKEND_CPU) == GPUNB_OK, "open b: %s", gpunb_last_error());
