@@ -13,7 +13,11 @@
  * Positions go to the GPU as floats relative to an origin chosen at send
  * (the j-set's centre of mass): the i coordinates, bit-equal to their j
  * entries in double, convert to bit-equal floats, so self stays an exact
- * r = 0 neighbour; and clusters far from the coordinate origin lose nothing. */
+ * r = 0 neighbour; and clusters far from the coordinate origin lose nothing.
+ * A close pair that is no neighbour (h2 tiny or 0) still loses digits in
+ * the float difference of coordinates O(1) apart from the origin: after each
+ * call the host bounds that error per i, and where it may exceed 1e-6 of the
+ * force it repeats the call with the PRECISE kernel (two-float coordinates). */
 #include "config.h"
 #include "gpunb_backend.h"
 
@@ -41,8 +45,8 @@ typedef struct cuda_gpu {
     /* this GPU's part of the current j-set: j0 .. j0 + nj - 1 */
     int j0, nj;
     long long ntiles;
-    float4 *d_jpos, *d_jvel, *h_jpos, *h_jvel; /* capacity rounded up to a tile */
-    float4 *d_ipos, *d_ivel;                   /* NI_CHUNK                      */
+    float4 *d_jpos, *d_jvel, *d_jlo, *h_jpos, *h_jvel, *h_jlo; /* capacity rounded to a tile */
+    float4 *d_ipos, *d_ivel, *d_ilo;                         /* NI_CHUNK                  */
     float *d_partial;                          /* partial_floats                */
     int *d_nbcount;                            /* NI_CHUNK, zero between calls  */
     int *d_total;
@@ -61,7 +65,8 @@ typedef struct cuda_state {
     int nj;
     int dirty; /* a call failed half-way: the counters need a reset */
     double origin[3], vorigin[3];
-    float4 *h_ipos, *h_ivel; /* pinned, NI_CHUNK, shared by the GPUs */
+    double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
+    float4 *h_ipos, *h_ivel, *h_ilo; /* pinned, NI_CHUNK, shared by the GPUs */
 } cuda_state;
 
 #define CHECK(g, expr) GPUNB_CUDA_CHECK((g)->device, expr)
@@ -92,10 +97,13 @@ static void free_gpu(cuda_gpu *g)
         return;
     cudaFree(g->d_jpos);
     cudaFree(g->d_jvel);
+    cudaFree(g->d_jlo);
     cudaFreeHost(g->h_jpos);
     cudaFreeHost(g->h_jvel);
+    cudaFreeHost(g->h_jlo);
     cudaFree(g->d_ipos);
     cudaFree(g->d_ivel);
+    cudaFree(g->d_ilo);
     cudaFree(g->d_partial);
     cudaFree(g->d_nbcount);
     cudaFree(g->d_total);
@@ -121,6 +129,7 @@ static void cuda_close(void *state)
         free_gpu(&s->gpu[k]);
     cudaFreeHost(s->h_ipos);
     cudaFreeHost(s->h_ivel);
+    cudaFreeHost(s->h_ilo);
     free(s->gpu);
     free(s);
 }
@@ -150,8 +159,10 @@ static int open_gpu(cuda_gpu *g, int capacity_pad)
     CHECK(g, cudaEventCreate(&g->ev_force1));
     CHECK(g, cudaMalloc((void **)&g->d_jpos, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_jvel, jbytes));
+    CHECK(g, cudaMalloc((void **)&g->d_jlo, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_ipos, ibytes));
     CHECK(g, cudaMalloc((void **)&g->d_ivel, ibytes));
+    CHECK(g, cudaMalloc((void **)&g->d_ilo, ibytes));
     /* nslices * ni_tiles <= force_blocks + ni_tiles (see launch_gpu) */
     partial_floats = (size_t)(g->force_blocks + GPUNB_CUDA_NI_CHUNK / GPUNB_CUDA_BLOCK_I) *
                      GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_NPARTIAL;
@@ -162,6 +173,7 @@ static int open_gpu(cuda_gpu *g, int capacity_pad)
     CHECK(g, cudaMalloc((void **)&g->d_result, sizeof(gpunb_cuda_result) * GPUNB_CUDA_NI_CHUNK));
     int st;
     if ((st = host_alloc(g, (void **)&g->h_jpos, jbytes)) || (st = host_alloc(g, (void **)&g->h_jvel, jbytes)) ||
+        (st = host_alloc(g, (void **)&g->h_jlo, jbytes)) ||
         (st = host_alloc(g, (void **)&g->h_result, sizeof(gpunb_cuda_result) * GPUNB_CUDA_NI_CHUNK)))
         return st;
     g->lists_per_i = 64.0;
@@ -194,7 +206,8 @@ static int cuda_open(void **state, int capacity, char *desc)
             return st;
         }
     if ((st = host_alloc(&s->gpu[0], (void **)&s->h_ipos, sizeof(float4) * GPUNB_CUDA_NI_CHUNK)) ||
-        (st = host_alloc(&s->gpu[0], (void **)&s->h_ivel, sizeof(float4) * GPUNB_CUDA_NI_CHUNK))) {
+        (st = host_alloc(&s->gpu[0], (void **)&s->h_ivel, sizeof(float4) * GPUNB_CUDA_NI_CHUNK)) ||
+        (st = host_alloc(&s->gpu[0], (void **)&s->h_ilo, sizeof(float4) * GPUNB_CUDA_NI_CHUNK))) {
         cuda_close(s);
         return st;
     }
@@ -247,6 +260,10 @@ static int cuda_send(void *state, int nj, const double *m, const double (*x)[3],
     const long long ntiles = tiles_of(nj);
 
     choose_origin(s, nj, m, x, v);
+    s->min_mass = 0.0;
+    for (int j = 0; j < nj; j++)
+        if (m[j] > 0.0 && (s->min_mass == 0.0 || m[j] < s->min_mass))
+            s->min_mass = m[j];
     for (int k = 0; k < s->ngpu; k++) {
         cuda_gpu *g = &s->gpu[k];
         const long long t0 = ntiles * k / s->ngpu, t1 = ntiles * (k + 1) / s->ngpu;
@@ -264,18 +281,23 @@ static int cuda_send(void *state, int nj, const double *m, const double (*x)[3],
         for (int q = 0; q < npad; q++) {
             if (q < g->nj) {
                 const int j = g->j0 + q;
-                g->h_jpos[q] = (float4){(float)(x[j][0] - o[0]), (float)(x[j][1] - o[1]),
-                                        (float)(x[j][2] - o[2]), (float)m[j]};
+                const double rx = x[j][0] - o[0], ry = x[j][1] - o[1], rz = x[j][2] - o[2];
+                g->h_jpos[q] = (float4){(float)rx, (float)ry, (float)rz, (float)m[j]};
+                g->h_jlo[q] = (float4){(float)(rx - (float)rx), (float)(ry - (float)ry),
+                                       (float)(rz - (float)rz), 0.0f};
                 g->h_jvel[q] = (float4){(float)(v[j][0] - vo[0]), (float)(v[j][1] - vo[1]),
                                         (float)(v[j][2] - vo[2]), 0.0f};
             } else { /* padding: massless, never a neighbour, adds nothing */
                 g->h_jpos[q] = (float4){0, 0, 0, 0};
                 g->h_jvel[q] = (float4){0, 0, 0, 0};
+                g->h_jlo[q] = (float4){0, 0, 0, 0};
             }
         }
         CHECK(g, cudaMemcpyAsync(g->d_jpos, g->h_jpos, sizeof(float4) * (size_t)npad,
                                  cudaMemcpyHostToDevice, g->stream));
         CHECK(g, cudaMemcpyAsync(g->d_jvel, g->h_jvel, sizeof(float4) * (size_t)npad,
+                                 cudaMemcpyHostToDevice, g->stream));
+        CHECK(g, cudaMemcpyAsync(g->d_jlo, g->h_jlo, sizeof(float4) * (size_t)npad,
                                  cudaMemcpyHostToDevice, g->stream));
     }
     s->nj = nj;
@@ -310,7 +332,7 @@ static int ensure_lists(cuda_gpu *g, long ints)
 }
 
 /* Enqueue one chunk on GPU g: upload i, force, reduce, gather, downloads. */
-static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit)
+static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise)
 {
     const int ni_tiles = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I;
     const int ni_pad = ni_tiles * GPUNB_CUDA_BLOCK_I;
@@ -329,9 +351,13 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit)
                              cudaMemcpyHostToDevice, g->stream));
     CHECK(g, cudaMemcpyAsync(g->d_ivel, s->h_ivel, sizeof(float4) * (size_t)ni_pad,
                              cudaMemcpyHostToDevice, g->stream));
+    if (precise)
+        CHECK(g, cudaMemcpyAsync(g->d_ilo, s->h_ilo, sizeof(float4) * (size_t)ni_pad,
+                                 cudaMemcpyHostToDevice, g->stream));
     gpunb_cuda_force_args a = {
-        .jpos = g->d_jpos, .jvel = g->d_jvel, .ntiles = g->ntiles, .j0 = g->j0,
-        .ipos = g->d_ipos, .ivel = g->d_ivel, .ni_tiles = ni_tiles, .nslices = (int)nslices,
+        .precise = precise, .jpos = g->d_jpos, .jvel = g->d_jvel, .jlo = g->d_jlo,
+        .ntiles = g->ntiles, .j0 = g->j0, .ipos = g->d_ipos, .ivel = g->d_ivel, .ilo = g->d_ilo,
+        .ni_tiles = ni_tiles, .nslices = (int)nslices,
         .partial = g->d_partial, .nbcount = g->d_nbcount, .nblist = g->d_nblist, .cap = cap,
         .total = g->d_total,
     };
@@ -378,7 +404,7 @@ static int finish_gpu(cuda_gpu *g, int ni, double *t_force)
 static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr,
                       const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
                       double (*jrk)[3], double *pot, int lmax, int limit, int *list,
-                      double *t_force)
+                      int precise, double *t_force)
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
     const double *o = s->origin, *vo = s->vorigin;
@@ -386,19 +412,22 @@ static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr
 
     for (int i = 0; i < ni_pad; i++) {
         if (i < ni) {
-            s->h_ipos[i] = (float4){(float)(xi[i][0] - o[0]), (float)(xi[i][1] - o[1]),
-                                    (float)(xi[i][2] - o[2]), (float)h2[i]};
+            const double rx = xi[i][0] - o[0], ry = xi[i][1] - o[1], rz = xi[i][2] - o[2];
+            s->h_ipos[i] = (float4){(float)rx, (float)ry, (float)rz, (float)h2[i]};
+            s->h_ilo[i] = (float4){(float)(rx - (float)rx), (float)(ry - (float)ry),
+                                   (float)(rz - (float)rz), 0.0f};
             s->h_ivel[i] = (float4){(float)(vi[i][0] - vo[0]), (float)(vi[i][1] - vo[1]),
                                     (float)(vi[i][2] - vo[2]), (float)dtr[i]};
         } else { /* padding: h2 < 0 never flags a neighbour */
             s->h_ipos[i] = (float4){0, 0, 0, -1.0f};
             s->h_ivel[i] = (float4){0, 0, 0, 0};
+            s->h_ilo[i] = (float4){0, 0, 0, 0};
         }
     }
     for (int k = 0; k < s->ngpu; k++) {
         cuda_gpu *g = &s->gpu[k];
         g->busy = g->ntiles > 0;
-        if (g->busy && (st = launch_gpu(s, g, ni, limit)) != GPUNB_OK)
+        if (g->busy && (st = launch_gpu(s, g, ni, limit, precise)) != GPUNB_OK)
             return st;
     }
     for (int k = 0; k < s->ngpu; k++)
@@ -446,6 +475,32 @@ static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr
     return GPUNB_OK;
 }
 
+/* Whether the fast kernel's result for some i may be off by more than 1e-6
+ * of its force.  A float coordinate at distance R from the origin is off by
+ * up to 2^-24 R, so a pair's dx by ~1e-7 (R_i + R_j), and its term
+ * m dx / r^3 by ~4e-7 m (2 R_i / r^3 + 1 / r^2); a pair that is no
+ * neighbour has r^2 >= m h2, the worst term is that of the lightest j. */
+static int needs_precise(const cuda_state *s, int ni, const double *h2, const double (*xi)[3],
+                         const double (*acc)[3])
+{
+    if (s->min_mass <= 0.0) /* no mass, no force */
+        return 0;
+    for (int i = 0; i < ni; i++) {
+        double r2 = 0, a2 = 0;
+        for (int c = 0; c < 3; c++) {
+            r2 += (xi[i][c] - s->origin[c]) * (xi[i][c] - s->origin[c]);
+            a2 += acc[i][c] * acc[i][c];
+        }
+        if (h2[i] <= 0.0) /* no neighbours: close pairs are in the sums */
+            return 1;
+        double mh2 = s->min_mass * h2[i];
+        double bound = 4e-7 * s->min_mass * (2.0 * sqrt(r2) / (mh2 * sqrt(mh2)) + 1.0 / mh2);
+        if (!(bound <= 1e-6 * sqrt(a2)))
+            return 1;
+    }
+    return 0;
+}
+
 static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
                      const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
                      double (*jrk)[3], double *pot, int lmax, int limit, int *list,
@@ -469,9 +524,12 @@ static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
     for (int i0 = 0; i0 < ni; i0 += chunk) {
         const int n = ni - i0 < chunk ? ni - i0 : chunk;
         double tf = 0.0;
-        s->dirty = s->dirty || 0;
         st = regf_chunk(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, acc + i0, jrk + i0,
-                        pot ? pot + i0 : NULL, lmax, limit, list + (size_t)i0 * (size_t)lmax, &tf);
+                        pot ? pot + i0 : NULL, lmax, limit, list + (size_t)i0 * (size_t)lmax, 0, &tf);
+        if (st == GPUNB_OK && needs_precise(s, n, h2 + i0, xi + i0, (const double(*)[3])(acc + i0)))
+            st = regf_chunk(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, acc + i0, jrk + i0,
+                            pot ? pot + i0 : NULL, lmax, limit, list + (size_t)i0 * (size_t)lmax, 1,
+                            &tf);
         if (st != GPUNB_OK) {
             s->dirty = 1;
             return st;

@@ -6,7 +6,11 @@
  * j-set's centre of mass), so particles far from the coordinate origin keep
  * their digits; pair arithmetic in single precision, rsqrt on the special
  * function unit; each tile's 64 terms are summed in float and the tile sums
- * in double (long slices lose nothing to the running sum). */
+ * in double (long slices lose nothing to the running sum).  The PRECISE
+ * variant also carries each coordinate's float remainder (x = hi + lo) and
+ * forms dx = (hi_j - hi_i) + (lo_j - lo_i): close pairs that are no
+ * neighbours (tiny h2) keep their relative accuracy, at 4 more instructions
+ * per interaction; the host runs it only where the fast one may be short. */
 #include "gpunb_cuda_kernels.h"
 
 
@@ -35,10 +39,12 @@ static __device__ __noinline__ void record_neighbours(unsigned bits, int jbase, 
     }
 }
 
+template <bool PRECISE>
 static __global__ void __launch_bounds__(GPUNB_CUDA_BLOCK_I, 16)
 gpunb_force_kernel(const gpunb_cuda_force_args a)
 {
     __shared__ float4 sp[GPUNB_CUDA_TILE_J], sv[GPUNB_CUDA_TILE_J];
+    __shared__ float4 sl[PRECISE ? GPUNB_CUDA_TILE_J : 1];
     const int tid = threadIdx.x;
     const int i = blockIdx.y * GPUNB_CUDA_BLOCK_I + tid;
     const int ni_pad = gridDim.y * GPUNB_CUDA_BLOCK_I;
@@ -50,6 +56,7 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
         *a.total = 0;
 
     const float4 pi = a.ipos[i], vi = a.ivel[i];
+    const float4 li = PRECISE ? a.ilo[i] : make_float4(0, 0, 0, 0);
     const float h2 = pi.w, dt = vi.w;
     double sum[GPUNB_CUDA_NPARTIAL] = {0, 0, 0, 0, 0, 0, 0};
     int *const my_count = a.nbcount + i;
@@ -59,6 +66,8 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
         const long long jt = t * GPUNB_CUDA_TILE_J;
         sp[tid] = a.jpos[jt + tid];
         sv[tid] = a.jvel[jt + tid];
+        if (PRECISE)
+            sl[tid] = a.jlo[jt + tid];
         __syncthreads();
         float ax = 0, ay = 0, az = 0, jx = 0, jy = 0, jz = 0, pot = 0;
 #pragma unroll
@@ -71,7 +80,13 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
                  * 3 (rv) + 2 + 6 (jerk): about 42 instructions and the
                  * 60 flops of the convention per interaction. */
                 const float4 pj = sp[w * 32 + k], vj = sv[w * 32 + k];
-                const float dx = pj.x - pi.x, dy = pj.y - pi.y, dz = pj.z - pi.z;
+                float dx = pj.x - pi.x, dy = pj.y - pi.y, dz = pj.z - pi.z;
+                if (PRECISE) {
+                    const float4 lj = sl[w * 32 + k];
+                    dx += lj.x - li.x;
+                    dy += lj.y - li.y;
+                    dz += lj.z - li.z;
+                }
                 const float dvx = vj.x - vi.x, dvy = vj.y - vi.y, dvz = vj.z - vi.z;
                 const float r2 = dx * dx + dy * dy + dz * dz;
                 const float px = dx + dt * dvx, py = dy + dt * dvy, pz = dz + dt * dvz;
@@ -117,18 +132,22 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
 extern "C" cudaError_t gpunb_cuda_launch_force(const gpunb_cuda_force_args *a, cudaStream_t stream)
 {
     dim3 grid((unsigned)a->nslices, (unsigned)a->ni_tiles);
-    gpunb_force_kernel<<<grid, GPUNB_CUDA_BLOCK_I, 0, stream>>>(*a);
+    if (a->precise)
+        gpunb_force_kernel<true><<<grid, GPUNB_CUDA_BLOCK_I, 0, stream>>>(*a);
+    else
+        gpunb_force_kernel<false><<<grid, GPUNB_CUDA_BLOCK_I, 0, stream>>>(*a);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t gpunb_cuda_force_occupancy(int *blocks_per_sm)
 {
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, gpunb_force_kernel,
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, gpunb_force_kernel<false>,
                                                          GPUNB_CUDA_BLOCK_I, 0);
 }
 
 extern "C" cudaError_t gpunb_cuda_probe_kernels(void)
 {
     cudaFuncAttributes attr;
-    return cudaFuncGetAttributes(&attr, gpunb_force_kernel);
+    cudaError_t err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<false>);
+    return err != cudaSuccess ? err : cudaFuncGetAttributes(&attr, gpunb_force_kernel<true>);
 }

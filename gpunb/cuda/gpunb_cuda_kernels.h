@@ -18,15 +18,17 @@ extern "C" {
  * the send's origin, jvel[k] = (vx, vy, vz, 0), k < ntiles * TILE_J (zero
  * padding past the real j).  i data: ipos[i] = (x, y, z, h2), ivel[i] =
  * (vx, vy, vz, dtr), i < ni_tiles * BLOCK_I (padding has h2 < 0).
+ * jlo/ilo = (lo_x, lo_y, lo_z, 0) are read only when precise is set.
  * Outputs: partial[(slice * NPARTIAL + c) * ni_pad + i] for nslices slices;
  * nbcount[i] += neighbours found (must be 0 on entry), and the first `cap`
  * of them (j0 + local index, unordered) in nblist[i * cap + ...]; *total is
  * zeroed for the gathering kernel. */
 typedef struct gpunb_cuda_force_args {
-    const float4 *jpos, *jvel;
+    int precise; /* also use jlo/ilo: (x - origin) = hi + lo per coordinate */
+    const float4 *jpos, *jvel, *jlo;
     long long ntiles;
     int j0;
-    const float4 *ipos, *ivel;
+    const float4 *ipos, *ivel, *ilo;
     int ni_tiles;
     int nslices;
     float *partial;

@@ -1,0 +1,172 @@
+/* bench_gpunb.c -- speed of the CUDA back-end of GPUNB per (NI, NJ):
+ *   call_us    wall time of one whole gpunb_regf (upload, kernels, gather,
+ *              download, host combination), median over the repetitions;
+ *   kernel_us  time of the force kernel alone (CUDA events, from gpunb_stats);
+ *   inter/s    NI * NJ / kernel time;  Gflops = 60 * inter/s (the 60-flop
+ *              convention of NBODY6's GPU library);
+ *   issue%     inter/s as a fraction of the issue-bound limit
+ *              SMs * 4 schedulers * 32 lanes * clock / (SASS instructions
+ *              per interaction), the count given by --sass (cuobjdump, see
+ *              sass_per_interaction.sh) or else an assumed 42.
+ * Usage: bench_gpunb [--ni "64 1024"] [--nj "16384 131072 1048576"]
+ *                    [--sass 42.0] [--seconds 0.5]
+ * Exits 77 with "SKIP: ..." where no CUDA device is usable. */
+#include "config.h"
+#include "gpunb.h"
+#include "testlib.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef NB6ACCEL_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int parse_list(const char *s, int *out, int max)
+{
+    int n = 0;
+    char *end;
+    while (n < max) {
+        long v = strtol(s, &end, 10);
+        if (end == s)
+            break;
+        out[n++] = (int)v;
+        s = end;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    int nis[16] = {64, 1024}, njs[16] = {16384, 131072, 1048576};
+    int nni = 2, nnj = 3;
+    double sass = 0.0, seconds = 0.5;
+    for (int a = 1; a + 1 < argc; a += 2) {
+        if (strcmp(argv[a], "--ni") == 0)
+            nni = parse_list(argv[a + 1], nis, 16);
+        else if (strcmp(argv[a], "--nj") == 0)
+            nnj = parse_list(argv[a + 1], njs, 16);
+        else if (strcmp(argv[a], "--sass") == 0)
+            sass = atof(argv[a + 1]);
+        else if (strcmp(argv[a], "--seconds") == 0)
+            seconds = atof(argv[a + 1]);
+        else {
+            fprintf(stderr, "bench_gpunb: unknown option %s\n", argv[a]);
+            return 2;
+        }
+    }
+    unsetenv("NB6ACCEL_GPUNB");
+#ifndef NB6ACCEL_HAVE_CUDA
+    tl_skip("no usable CUDA device (this build has no CUDA back-end)");
+#else
+    gpunb *h = NULL;
+    if (gpunb_open(&h, 16, GPUNB_BACKEND_CUDA) != GPUNB_OK)
+        tl_skip("no usable CUDA device (%s)", gpunb_last_error());
+    printf("back-end: %s\n", gpunb_backend_description(h));
+    gpunb_close(h);
+
+    int dev = 0, sms = 0, khz = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev);
+    const char *sass_note = "counted with cuobjdump";
+    if (sass <= 0.0) {
+        sass = 42.0;
+        sass_note = "ASSUMED (no --sass given)";
+    }
+    double limit = (double)sms * 4 * 32 * khz * 1e3 / sass;
+    printf("issue-bound limit: %d SMs x 4 schedulers x 32 lanes x %.0f MHz / %.1f SASS instructions "
+           "per interaction (%s) = %.3e interactions/s\n",
+           sms, khz * 1e-3, sass, sass_note, limit);
+    printf("%7s %8s %10s %10s %10s %11s %8s %7s %6s\n", "NI", "NJ", "call_us", "kernel_us",
+           "gather_us", "inter/s", "Gflops", "issue%", "nb/i");
+    tl_seed_from_env();
+    for (int q = 0; q < nnj; q++) {
+        tl_cluster c;
+        int nj = njs[q];
+        tl_cluster_make(&c, nj, nj / 200, 5.0, 0.1);
+        double bodym = tl_cluster_mean_mass(&c);
+        if (gpunb_open(&h, nj, GPUNB_BACKEND_CUDA) != GPUNB_OK ||
+            gpunb_send(h, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v) != GPUNB_OK) {
+            printf("FAIL: %s\n", gpunb_last_error());
+            return 1;
+        }
+        for (int k = 0; k < nni; k++) {
+            int ni = nis[k], lmax = 500, nbmax = 450;
+            double *h2 = malloc(sizeof(double) * ni), *dtr = malloc(sizeof(double) * ni);
+            double(*xi)[3] = malloc(sizeof(double[3]) * ni), (*vi)[3] = malloc(sizeof(double[3]) * ni);
+            double(*acc)[3] = malloc(sizeof(double[3]) * ni), (*jrk)[3] = malloc(sizeof(double[3]) * ni);
+            double *pot = malloc(sizeof(double) * ni);
+            int *list = malloc(sizeof(int) * (size_t)ni * lmax);
+            for (int i = 0; i < ni; i++) {
+                int j;
+                do
+                    j = tl_int(0, nj - 1);
+                while (c.m[j] == 0.0);
+                memcpy(xi[i], c.x[j], sizeof xi[i]);
+                memcpy(vi[i], c.v[j], sizeof vi[i]);
+                double rr2 = 0;
+                for (int d = 0; d < 3; d++)
+                    rr2 += (c.x[j][d] - 5.0) * (c.x[j][d] - 5.0);
+                double r = cbrt(50.0 / nj) * pow(1.0 + rr2, 5.0 / 6.0);
+                h2[i] = r * r / bodym;
+                dtr[i] = 1e-3;
+            }
+            gpunb_stats s0, s1;
+            int reps = 0, cap = 10000;
+            double *t = malloc(sizeof(double) * cap), start;
+            for (int w = 0; w < 3; w++)
+                gpunb_regf(h, ni, h2, dtr, (const double(*)[3])xi, (const double(*)[3])vi, acc, jrk,
+                           pot, lmax, nbmax, list);
+            gpunb_get_stats(h, &s0);
+            start = now();
+            while (reps < cap && (reps < 10 || now() - start < seconds)) {
+                double t0 = now();
+                if (gpunb_regf(h, ni, h2, dtr, (const double(*)[3])xi, (const double(*)[3])vi, acc,
+                               jrk, pot, lmax, nbmax, list) != GPUNB_OK) {
+                    printf("FAIL: %s\n", gpunb_last_error());
+                    return 1;
+                }
+                t[reps++] = now() - t0;
+            }
+            gpunb_get_stats(h, &s1);
+            qsort(t, reps, sizeof *t, cmp_double);
+            double kern = (s1.time_force - s0.time_force) / reps;
+            double gath = (s1.time_gather - s0.time_gather) / reps;
+            double ips = (double)ni * nj / kern;
+            long nbsum = 0;
+            for (int i = 0; i < ni; i++)
+                nbsum += abs(list[(size_t)i * lmax]);
+            printf("%7d %8d %10.1f %10.1f %10.1f %11.3e %8.1f %6.1f%% %6.1f\n", ni, nj, 1e6 * t[reps / 2],
+                   1e6 * kern, 1e6 * gath, ips, 60e-9 * ips, 100.0 * ips / limit, (double)nbsum / ni);
+            fflush(stdout);
+            free(t);
+            free(h2);
+            free(dtr);
+            free(xi);
+            free(vi);
+            free(acc);
+            free(jrk);
+            free(pot);
+            free(list);
+        }
+        gpunb_close(h);
+        tl_cluster_free(&c);
+    }
+    return 0;
+#endif
+}
