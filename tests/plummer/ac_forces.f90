@@ -5,7 +5,7 @@ module ac_forces
   use, intrinsic :: iso_c_binding, only: c_int, c_double
   use nb6accel
   use ac_state
-  use ac_steps, only: tstep, block_step_below
+  use ac_correct, only: tstep, block_step_below
   use ac_clock, only: wall_seconds
   implicit none
   private
@@ -243,67 +243,90 @@ contains
   !> FPOLY2: second and third derivatives at time 0 from every body within
   !> 5 RS (or in the list), split into the irregular (list) and regular
   !> (others) parts; F, FDOT are the full force and jerk here.  O(N^2)
-  !> distance tests, once.
+  !> distance tests once, in a loop the compiler vectorises, then the
+  !> derivative terms over the few candidates.
   subroutine second_third_derivatives(nb_start, nb_flat)
     integer, intent(in) :: nb_start(:), nb_flat(:)
-    integer :: i, j, k, p, pend, nextnb
-    real(dp) :: a(12), rcrit2, rij2, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22
-    real(dp) :: f1dotk, f2dot(3), f3dot(3), xi_(3), s2(3), s3(3), s2r(3), s3r(3)
-    logical :: isnb
+    integer :: i, j, p, pend, q, ncand
+    real(dp) :: rcrit2, xi_(3)
+    real(dp) :: s2(3), s3(3), s2r(3), s3r(3)
+    real(dp), allocatable :: r2(:)
+    integer, allocatable :: cand(:)
 
-    !$omp parallel do schedule(dynamic, 64) default(shared) &
-    !$omp private(i, j, k, p, pend, nextnb, a, rcrit2, rij2, a13, a14, a15, a16, a17, a18, a19) &
-    !$omp private(a20, a21, a22, f1dotk, f2dot, f3dot, xi_, s2, s3, s2r, s3r, isnb)
+    !$omp parallel default(shared) private(i, j, p, pend, q, ncand, rcrit2, xi_, s2, s3, s2r, s3r, r2, cand)
+    allocate(r2(n), cand(n))
+    !$omp do schedule(dynamic, 16)
     do i = 1, n
       s2 = 0; s3 = 0; s2r = 0; s3r = 0
       rcrit2 = 25.0_dp * rs(i)**2 * (1.0_dp + 1.0_dp / real(nnb(i) + 1, dp))
-      p = nb_start(i)
-      pend = nb_start(i + 1) - 1
-      nextnb = n + 1
-      if (p <= pend) nextnb = nb_flat(p)
       xi_ = x(:,i)
       do j = 1, n
-        a(1) = x(1,j) - xi_(1); a(2) = x(2,j) - xi_(2); a(3) = x(3,j) - xi_(3)
-        rij2 = a(1)**2 + a(2)**2 + a(3)**2
-        if (j == nextnb) then
-          isnb = .true.
-          p = p + 1
-          nextnb = n + 1
-          if (p <= pend) nextnb = nb_flat(p)
-        else
-          if (rij2 > rcrit2 .or. j == i) cycle
-          isnb = .false.
+        r2(j) = (x(1,j) - xi_(1))**2 + (x(2,j) - xi_(2))**2 + (x(3,j) - xi_(3))**2
+      end do
+      r2(i) = huge(1.0_dp)
+      ncand = 0
+      do j = 1, n
+        if (r2(j) <= rcrit2) then
+          ncand = ncand + 1
+          cand(ncand) = j
         end if
-        do k = 1, 3
-          a(k+3) = xdot(k,j) - xdot(k,i)
-          a(k+6) = f(k,j) - f(k,i)
-          a(k+9) = fdot(k,j) - fdot(k,i)
-        end do
-        a13 = 1.0_dp / rij2
-        a14 = body(j) * a13 * sqrt(a13)
-        a15 = (a(1)*a(4) + a(2)*a(5) + a(3)*a(6)) * a13
-        a16 = a15 * a15
-        a17 = 3.0_dp * a15
-        a18 = 6.0_dp * a15
-        a19 = 9.0_dp * a15
-        a20 = (a(4)**2 + a(5)**2 + a(6)**2 + a(1)*a(7) + a(2)*a(8) + a(3)*a(9)) * a13 + a16
-        a21 = 9.0_dp * a20
-        a20 = 3.0_dp * a20
-        a22 = (9.0_dp * (a(4)*a(7) + a(5)*a(8) + a(6)*a(9)) + &
-               3.0_dp * (a(1)*a(10) + a(2)*a(11) + a(3)*a(12))) * a13 + a17 * (a20 - 4.0_dp * a16)
-        do k = 1, 3
-          f1dotk = a(k+3) - a17 * a(k)
-          f2dot(k) = (a(k+6) - a18 * f1dotk - a20 * a(k)) * a14
-          f3dot(k) = (a(k+9) - a21 * f1dotk - a22 * a(k)) * a14 - a19 * f2dot(k)
-        end do
-        if (isnb) then
-          s2 = s2 + f2dot; s3 = s3 + f3dot
+      end do
+      ! Merge the candidates with the (ascending) list: members are
+      ! irregular terms wherever they are, the others regular ones.
+      p = nb_start(i)
+      pend = nb_start(i + 1) - 1
+      q = 1
+      do while (p <= pend .or. q <= ncand)
+        if (q > ncand) then
+          call pair_terms(i, nb_flat(p), s2, s3); p = p + 1
+        else if (p > pend) then
+          call pair_terms(i, cand(q), s2r, s3r); q = q + 1
+        else if (nb_flat(p) < cand(q)) then
+          call pair_terms(i, nb_flat(p), s2, s3); p = p + 1
+        else if (nb_flat(p) == cand(q)) then
+          call pair_terms(i, nb_flat(p), s2, s3); p = p + 1; q = q + 1
         else
-          s2r = s2r + f2dot; s3r = s3r + f3dot
+          call pair_terms(i, cand(q), s2r, s3r); q = q + 1
         end if
       end do
       d2(:,i) = s2; d3(:,i) = s3; d2r(:,i) = s2r; d3r(:,i) = s3r
     end do
-    !$omp end parallel do
+    !$omp end do
+    deallocate(r2, cand)
+    !$omp end parallel
   end subroutine second_third_derivatives
+
+  !> Add the second and third derivative of the force of j on i (FPOLY2's
+  !> formulae, full F and FDOT) to s2, s3.
+  subroutine pair_terms(i, j, s2, s3)
+    integer, intent(in) :: i, j
+    real(dp), intent(inout) :: s2(3), s3(3)
+    real(dp) :: a(12), a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, f1dotk, f2dot, f3dot
+    integer :: k
+    do k = 1, 3
+      a(k) = x(k,j) - x(k,i)
+      a(k+3) = xdot(k,j) - xdot(k,i)
+      a(k+6) = f(k,j) - f(k,i)
+      a(k+9) = fdot(k,j) - fdot(k,i)
+    end do
+    a13 = 1.0_dp / (a(1)**2 + a(2)**2 + a(3)**2)
+    a14 = body(j) * a13 * sqrt(a13)
+    a15 = (a(1)*a(4) + a(2)*a(5) + a(3)*a(6)) * a13
+    a16 = a15 * a15
+    a17 = 3.0_dp * a15
+    a18 = 6.0_dp * a15
+    a19 = 9.0_dp * a15
+    a20 = (a(4)**2 + a(5)**2 + a(6)**2 + a(1)*a(7) + a(2)*a(8) + a(3)*a(9)) * a13 + a16
+    a21 = 9.0_dp * a20
+    a20 = 3.0_dp * a20
+    a22 = (9.0_dp * (a(4)*a(7) + a(5)*a(8) + a(6)*a(9)) + &
+           3.0_dp * (a(1)*a(10) + a(2)*a(11) + a(3)*a(12))) * a13 + a17 * (a20 - 4.0_dp * a16)
+    do k = 1, 3
+      f1dotk = a(k+3) - a17 * a(k)
+      f2dot = (a(k+6) - a18 * f1dotk - a20 * a(k)) * a14
+      f3dot = (a(k+9) - a21 * f1dotk - a22 * a(k)) * a14 - a19 * f2dot
+      s2(k) = s2(k) + f2dot
+      s3(k) = s3(k) + f3dot
+    end do
+  end subroutine pair_terms
 end module ac_forces
