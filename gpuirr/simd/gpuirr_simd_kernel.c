@@ -56,9 +56,40 @@ static void SIMD_SUFFIX(predict_slots)(gpuirr *g, int n, const int *slot, double
 
 /* ---- irregular force -------------------------------------------------------- */
 
-/* Sum over the list of slot s; SIMD over the members, gathered from their
- * records.  Lanes past the end of the list gather nothing (mass 0) and so
- * add exactly 0; r = 0 pairs get 1/r = 0 and add 0 too. */
+/* Accumulators of one i and its predicted values, broadcast. */
+typedef struct i_sums {
+    simd_f xh, yh, zh, xl, yl, zl, vx, vy, vz;
+    simd_f ax, ay, az, jx, jy, jz;
+} i_sums;
+
+/* Adds SIMD_VL pairs; f[] holds the records' fields (GPUIRR_REC_*).  About
+ * 45 flops per pair.  r = 0 gives 1/r = 0 and so adds exactly 0, and so does
+ * a lane with mass 0. */
+static inline __attribute__((always_inline)) void add_pairs(i_sums *q, const simd_f f[12])
+{
+    simd_f dx = simd_add(simd_sub(f[GPUIRR_REC_XHI], q->xh), simd_sub(f[GPUIRR_REC_XLO], q->xl));
+    simd_f dy = simd_add(simd_sub(f[GPUIRR_REC_XHI + 1], q->yh), simd_sub(f[GPUIRR_REC_XLO + 1], q->yl));
+    simd_f dz = simd_add(simd_sub(f[GPUIRR_REC_XHI + 2], q->zh), simd_sub(f[GPUIRR_REC_XLO + 2], q->zl));
+    simd_f dvx = simd_sub(f[GPUIRR_REC_V], q->vx);
+    simd_f dvy = simd_sub(f[GPUIRR_REC_V + 1], q->vy);
+    simd_f dvz = simd_sub(f[GPUIRR_REC_V + 2], q->vz);
+    simd_f r2 = simd_fmadd(dz, dz, simd_fmadd(dy, dy, simd_mul(dx, dx)));
+    simd_f rinv = simd_rsqrt_nz(r2);
+    simd_f rinv2 = simd_mul(rinv, rinv);
+    simd_f mr3 = simd_mul(simd_mul(f[GPUIRR_REC_MASS], rinv), rinv2);
+    simd_f rv = simd_mul(simd_mul(simd_set1(3.0f), rinv2),
+                         simd_fmadd(dz, dvz, simd_fmadd(dy, dvy, simd_mul(dx, dvx))));
+    q->ax = simd_fmadd(mr3, dx, q->ax);
+    q->ay = simd_fmadd(mr3, dy, q->ay);
+    q->az = simd_fmadd(mr3, dz, q->az);
+    q->jx = simd_fmadd(mr3, simd_fnmadd(rv, dx, dvx), q->jx);
+    q->jy = simd_fmadd(mr3, simd_fnmadd(rv, dy, dvy), q->jy);
+    q->jz = simd_fmadd(mr3, simd_fnmadd(rv, dz, dvz), q->jz);
+}
+
+/* Sum over the list of slot s, SIMD over the members: full vectors load
+ * whole records and transpose them; the tail gathers under a mask (lanes
+ * past the end read nothing, get mass 0 and add exactly 0). */
 static inline void force_one(const float *restrict rec, const int *restrict col, int s,
                              double acc[3], double jrk[3])
 {
@@ -66,51 +97,45 @@ static inline void force_one(const float *restrict rec, const int *restrict col,
     const float *base = rec - GPUIRR_REC;
     const float *ri = rec + (size_t)s * GPUIRR_REC;
     const int len = col[0];
-    const simd_f xih = simd_set1(ri[GPUIRR_REC_XHI]), yih = simd_set1(ri[GPUIRR_REC_XHI + 1]),
-                 zih = simd_set1(ri[GPUIRR_REC_XHI + 2]);
-    const simd_f xil = simd_set1(ri[GPUIRR_REC_XLO]), yil = simd_set1(ri[GPUIRR_REC_XLO + 1]),
-                 zil = simd_set1(ri[GPUIRR_REC_XLO + 2]);
-    const simd_f vix = simd_set1(ri[GPUIRR_REC_V]), viy = simd_set1(ri[GPUIRR_REC_V + 1]),
-                 viz = simd_set1(ri[GPUIRR_REC_V + 2]);
-    const simd_f three = simd_set1(3.0f);
-    simd_f ax = simd_zero(), ay = simd_zero(), az = simd_zero();
-    simd_f jx = simd_zero(), jy = simd_zero(), jz = simd_zero();
-
-    for (int e = 0; e < len; e += SIMD_VL) {
+    const int *members = col + 1;
+    i_sums q = {
+        .xh = simd_set1(ri[GPUIRR_REC_XHI]), .yh = simd_set1(ri[GPUIRR_REC_XHI + 1]),
+        .zh = simd_set1(ri[GPUIRR_REC_XHI + 2]), .xl = simd_set1(ri[GPUIRR_REC_XLO]),
+        .yl = simd_set1(ri[GPUIRR_REC_XLO + 1]), .zl = simd_set1(ri[GPUIRR_REC_XLO + 2]),
+        .vx = simd_set1(ri[GPUIRR_REC_V]), .vy = simd_set1(ri[GPUIRR_REC_V + 1]),
+        .vz = simd_set1(ri[GPUIRR_REC_V + 2]),
+        .ax = simd_zero(), .ay = simd_zero(), .az = simd_zero(),
+        .jx = simd_zero(), .jy = simd_zero(), .jz = simd_zero(),
+    };
+    simd_f f[12];
+    int e = 0;
+    for (; e + SIMD_VL <= len; e += SIMD_VL) {
+        simd_load_records(base, members + e, f);
+        add_pairs(&q, f);
+    }
+    if (e < len) {
         const int left = len - e;
         const simd_mask valid = simd_first(left);
-        const simd_idx idx = simd_idx_load16(col + 1 + e, left);
-        /* 10 gathers, about 45 flops per pair. */
-        simd_f dx = simd_add(simd_sub(simd_gather(base + GPUIRR_REC_XHI, idx, valid), xih),
-                             simd_sub(simd_gather(base + GPUIRR_REC_XLO, idx, valid), xil));
-        simd_f dy = simd_add(simd_sub(simd_gather(base + GPUIRR_REC_XHI + 1, idx, valid), yih),
-                             simd_sub(simd_gather(base + GPUIRR_REC_XLO + 1, idx, valid), yil));
-        simd_f dz = simd_add(simd_sub(simd_gather(base + GPUIRR_REC_XHI + 2, idx, valid), zih),
-                             simd_sub(simd_gather(base + GPUIRR_REC_XLO + 2, idx, valid), zil));
-        simd_f dvx = simd_sub(simd_gather(base + GPUIRR_REC_V, idx, valid), vix);
-        simd_f dvy = simd_sub(simd_gather(base + GPUIRR_REC_V + 1, idx, valid), viy);
-        simd_f dvz = simd_sub(simd_gather(base + GPUIRR_REC_V + 2, idx, valid), viz);
-        simd_f mj = simd_gather(base + GPUIRR_REC_MASS, idx, valid);
-
-        simd_f r2 = simd_fmadd(dz, dz, simd_fmadd(dy, dy, simd_mul(dx, dx)));
-        simd_f rinv = simd_rsqrt_nz(r2);
-        simd_f rinv2 = simd_mul(rinv, rinv);
-        simd_f mr3 = simd_mul(simd_mul(mj, rinv), rinv2);
-        simd_f rv = simd_mul(simd_mul(three, rinv2),
-                             simd_fmadd(dz, dvz, simd_fmadd(dy, dvy, simd_mul(dx, dvx))));
-        ax = simd_fmadd(mr3, dx, ax);
-        ay = simd_fmadd(mr3, dy, ay);
-        az = simd_fmadd(mr3, dz, az);
-        jx = simd_fmadd(mr3, simd_fnmadd(rv, dx, dvx), jx);
-        jy = simd_fmadd(mr3, simd_fnmadd(rv, dy, dvy), jy);
-        jz = simd_fmadd(mr3, simd_fnmadd(rv, dz, dvz), jz);
+        const simd_idx idx = simd_idx_load16(members + e, left);
+        for (int k = 0; k < 12; k++)
+            f[k] = (k == 7 || k == 11) ? simd_zero() : simd_gather(base + k, idx, valid);
+        add_pairs(&q, f);
     }
-    acc[0] = simd_hsum(ax);
-    acc[1] = simd_hsum(ay);
-    acc[2] = simd_hsum(az);
-    jrk[0] = simd_hsum(jx);
-    jrk[1] = simd_hsum(jy);
-    jrk[2] = simd_hsum(jz);
+    acc[0] = simd_hsum(q.ax);
+    acc[1] = simd_hsum(q.ay);
+    acc[2] = simd_hsum(q.az);
+    jrk[0] = simd_hsum(q.jx);
+    jrk[1] = simd_hsum(q.jy);
+    jrk[2] = simd_hsum(q.jz);
+}
+
+/* Ask for the records of a list before they are needed: members are
+ * scattered over all N, so without this every pair waits for a cache miss. */
+static inline void prefetch_list(const float *rec, const int *col)
+{
+    const float *base = rec - GPUIRR_REC;
+    for (int e = 1; e <= col[0]; e++)
+        __builtin_prefetch(base + GPUIRR_REC * (ptrdiff_t)col[e]);
 }
 
 static void SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
@@ -123,6 +148,9 @@ static void SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double 
 #pragma omp parallel for schedule(dynamic, 8) if (ni >= 32)
     for (int n = 0; n < ni; n++) {
         int s = addr[n] - 1;
+        /* the next i of this thread's chunk, while this one computes */
+        if (n + 1 < ni)
+            prefetch_list(rec, lists + (size_t)(addr[n + 1] - 1) * lmax);
         force_one(rec, lists + (size_t)s * lmax, s, acc[n], jrk[n]);
     }
 }

@@ -7,6 +7,8 @@
 
 #include <immintrin.h>
 
+#include <stddef.h>
+
 #define SIMD_VL 8
 #define SIMD_LEVEL_NAME "avx"
 #define SIMD_SUFFIX(name) name##_avx
@@ -65,6 +67,30 @@ static inline simd_f simd_gather(const float *base, simd_idx idx, simd_mask vali
     for (int l = 0; l < idx.n; l++)
         t[l] = base[idx.off[l]];
     return _mm256_loadu_ps(t);
+}
+
+/* Fields 0..11 of the 16-float records at base + 16 idx[l], l = 0..SIMD_VL-1
+ * (16-byte aligned), as vectors: out[f] lane l = base[16 idx[l] + f].  Three
+ * aligned 128-bit loads per record and 4x4 transposes: cheaper than ten
+ * gathers, which fetch the same cache line ten times. */
+static inline void simd_load_records(const float *base, const int *idx, simd_f out[12])
+{
+    for (int c = 0; c < 3; c++) {
+        __m256 r[4];
+        for (int g = 0; g < 4; g++)
+            r[g] = _mm256_insertf128_ps(
+                _mm256_castps128_ps256(_mm_load_ps(base + 16 * (ptrdiff_t)idx[g] + 4 * c)),
+                _mm_load_ps(base + 16 * (ptrdiff_t)idx[g + 4] + 4 * c), 1);
+        /* In 128-bit lane L, row g is record g + 4L: transpose each 4x4. */
+        __m256d t0 = _mm256_castps_pd(_mm256_unpacklo_ps(r[0], r[1]));
+        __m256d t1 = _mm256_castps_pd(_mm256_unpackhi_ps(r[0], r[1]));
+        __m256d t2 = _mm256_castps_pd(_mm256_unpacklo_ps(r[2], r[3]));
+        __m256d t3 = _mm256_castps_pd(_mm256_unpackhi_ps(r[2], r[3]));
+        out[4 * c + 0] = _mm256_castpd_ps(_mm256_unpacklo_pd(t0, t2));
+        out[4 * c + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(t0, t2));
+        out[4 * c + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(t1, t3));
+        out[4 * c + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(t1, t3));
+    }
 }
 
 static inline double simd_hsum(simd_f v)

@@ -7,6 +7,8 @@
 
 #include <math.h>
 
+#include <stddef.h>
+
 #define SIMD_VL 1
 #define SIMD_LEVEL_NAME "scalar"
 #define SIMD_SUFFIX(name) name##_scalar
@@ -39,6 +41,11 @@ static inline simd_f simd_gather(const float *base, simd_idx idx, simd_mask vali
 {
     (void)valid;
     return idx.n ? base[idx.off] : 0.0f;
+}
+static inline void simd_load_records(const float *base, const int *idx, simd_f out[12])
+{
+    for (int f = 0; f < 12; f++)
+        out[f] = base[16 * (ptrdiff_t)idx[0] + f];
 }
 static inline double simd_hsum(simd_f v) { return v; }
 

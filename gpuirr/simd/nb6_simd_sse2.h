@@ -6,6 +6,8 @@
 
 #include <emmintrin.h>
 
+#include <stddef.h>
+
 #define SIMD_VL 4
 #define SIMD_LEVEL_NAME "sse2"
 #define SIMD_SUFFIX(name) name##_sse2
@@ -62,6 +64,25 @@ static inline simd_f simd_gather(const float *base, simd_idx idx, simd_mask vali
     for (int l = 0; l < idx.n; l++)
         t[l] = base[idx.off[l]];
     return _mm_loadu_ps(t);
+}
+
+/* Fields 0..11 of the 16-float records at base + 16 idx[l], l = 0..SIMD_VL-1
+ * (16-byte aligned), as vectors: out[f] lane l = base[16 idx[l] + f].  Three
+ * aligned 128-bit loads per record and 4x4 transposes: cheaper than ten
+ * gathers, which fetch the same cache line ten times. */
+static inline void simd_load_records(const float *base, const int *idx, simd_f out[12])
+{
+    for (int c = 0; c < 3; c++) {
+        __m128 r0 = _mm_load_ps(base + 16 * (ptrdiff_t)idx[0] + 4 * c);
+        __m128 r1 = _mm_load_ps(base + 16 * (ptrdiff_t)idx[1] + 4 * c);
+        __m128 r2 = _mm_load_ps(base + 16 * (ptrdiff_t)idx[2] + 4 * c);
+        __m128 r3 = _mm_load_ps(base + 16 * (ptrdiff_t)idx[3] + 4 * c);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        out[4 * c + 0] = r0;
+        out[4 * c + 1] = r1;
+        out[4 * c + 2] = r2;
+        out[4 * c + 3] = r3;
+    }
 }
 
 static inline double simd_hsum(simd_f v)

@@ -12,3 +12,10 @@ check_PROGRAMS += tests/simd/test_gpunb_simd
 tests_simd_test_gpunb_simd_SOURCES = tests/simd/test_gpunb_simd.c tests/simd/simd_testutil.h
 tests_simd_test_gpunb_simd_LDADD = libgpunb.la
 TESTS += tests/simd/test_gpunb_simd
+
+# Benchmarks: built by `make check`, run by hand or by run-on-device.sh.
+check_PROGRAMS += tests/simd/bench_gpuirr_simd tests/simd/bench_gpunb_simd
+tests_simd_bench_gpuirr_simd_SOURCES = tests/simd/bench_gpuirr_simd.c tests/simd/simd_testutil.h
+tests_simd_bench_gpuirr_simd_LDADD = libgpuirr.la
+tests_simd_bench_gpunb_simd_SOURCES = tests/simd/bench_gpunb_simd.c tests/simd/simd_testutil.h
+tests_simd_bench_gpunb_simd_LDADD = libgpunb.la
