@@ -25,6 +25,11 @@ include ../Makefile.build
 # GPU2/Makefile's Fortran flags (FFLAGS there); -fPIC as Makefile.build's FC.
 GPU2_FFLAGS ?= -O3 -Wall -march=core2
 OPENMP_FFLAGS ?= -fopenmp
+# NB6_MARCH=native (build-nbody6 --march): another -march than NBODY6's core2.
+ifneq ($(strip $(NB6_MARCH)),)
+FFLAGS := $(patsubst -march=%,-march=$(NB6_MARCH),$(FFLAGS))
+GPU2_FFLAGS := $(patsubst -march=%,-march=$(NB6_MARCH),$(GPU2_FFLAGS))
+endif
 NB6ACCEL_LIBS ?= $(shell pkg-config --libs nb6accel)
 
 # The GPU2 Fortran objects: GPU2/Makefile's `gpu' prerequisites without the
