@@ -27,6 +27,15 @@ AC_ARG_ENABLE([simd],
 nb6_simd_levels="scalar"
 AC_DEFINE([NB6ACCEL_HAVE_GPUNB_SIMD], [1],
   [Define when the SIMD + OpenMP host back-end of GPUNB is built (always).])
+dnl The SIMD kernels never read errno; without it the compiler may vectorise
+dnl sqrt (the double-precision potential of gpunb/simd/ needs that).
+AC_CACHE_CHECK([whether $CC accepts -fno-math-errno], [nb6_cv_no_math_errno], [
+  nb6_save_CFLAGS=$CFLAGS
+  CFLAGS="$CFLAGS -fno-math-errno"
+  AC_COMPILE_IFELSE([AC_LANG_PROGRAM([], [])], [nb6_cv_no_math_errno=yes], [nb6_cv_no_math_errno=no])
+  CFLAGS=$nb6_save_CFLAGS])
+AS_IF([test "x$nb6_cv_no_math_errno" = xyes], [SIMD_KERNEL_CFLAGS=-fno-math-errno], [SIMD_KERNEL_CFLAGS=])
+AC_SUBST([SIMD_KERNEL_CFLAGS])
 AS_CASE([$host_cpu], [x86_64|i?86], [
   NB6_CHECK_SIMD_LEVEL([sse2], [-msse2],
     [__m128 a = _mm_set1_ps(1.0f); a = _mm_rsqrt_ps(a); (void)a;])

@@ -44,7 +44,7 @@ static gpunb_simd_regf_fn *regf_of(int level)
 
 /* The level to run: NB6ACCEL_SIMD if set (an error if it cannot run here),
  * else the best one built that the CPU has. */
-static int choose_level(int *level)
+static int choose_level(const char *routine, int *level)
 {
     const char *want = nb6_getenv("NB6ACCEL_SIMD");
     const int cpu = nb6_simd_cpu_level();
@@ -58,15 +58,16 @@ static int choose_level(int *level)
     int l = nb6_simd_level_from_name(want);
     if (l < 0)
         return gpunb_fail(GPUNB_EUSAGE,
-                          "gpunb_open: NB6ACCEL_SIMD=\"%s\" is not a SIMD level "
-                          "(scalar, sse2, avx, avx2, avx512)", want);
+                          "%s: NB6ACCEL_SIMD=\"%s\" is not a SIMD level "
+                          "(scalar, sse2, avx, avx2, avx512)", routine, want);
     if (!regf_of(l))
         return gpunb_fail(GPUNB_EUSAGE,
-                          "gpunb_open: NB6ACCEL_SIMD=\"%s\" is not compiled into this build", want);
+                          "%s: NB6ACCEL_SIMD=\"%s\" is not compiled into this build",
+                          routine, want);
     if (l > cpu)
         return gpunb_fail(GPUNB_EUSAGE,
-                          "gpunb_open: NB6ACCEL_SIMD=\"%s\" is not supported by this CPU "
-                          "(it runs up to %s)", want, nb6_simd_level_names[cpu]);
+                          "%s: NB6ACCEL_SIMD=\"%s\" is not supported by this CPU "
+                          "(it runs up to %s)", routine, want, nb6_simd_level_names[cpu]);
     *level = l;
     return GPUNB_OK;
 }
@@ -88,7 +89,7 @@ static void simd_close(void *state)
 static int simd_open(void **state, int capacity, char *desc)
 {
     int level, st;
-    if ((st = choose_level(&level)) != GPUNB_OK)
+    if ((st = choose_level("gpunb_open", &level)) != GPUNB_OK)
         return st;
     simd_state *s = nb6_alloc(sizeof *s);
     if (!s)
@@ -146,6 +147,48 @@ static int simd_regf(void *state, int ni, const double *h2, const double *dtr,
     s->regf(&s->js, ni, h2, dtr, xi, vi, acc, jrk, pot, lmax, limit, list);
     *t_force = nb6_clock() - t0;
     *t_gather = 0.0;
+    return GPUNB_OK;
+}
+
+static gpunb_simd_pot_fn *potential_of(int level)
+{
+    switch (level) {
+#ifdef NB6ACCEL_HAVE_SSE2
+    case NB6_SIMD_SSE2:
+        return gpunb_simd_potential_sse2;
+#endif
+#ifdef NB6ACCEL_HAVE_AVX
+    case NB6_SIMD_AVX:
+        return gpunb_simd_potential_avx;
+#endif
+#ifdef NB6ACCEL_HAVE_AVX2
+    case NB6_SIMD_AVX2:
+        return gpunb_simd_potential_avx2;
+#endif
+#ifdef NB6ACCEL_HAVE_AVX512
+    case NB6_SIMD_AVX512:
+        return gpunb_simd_potential_avx512;
+#endif
+    default:
+        return gpunb_simd_potential_scalar;
+    }
+}
+
+int gpunb_simd_potential(int n, const double *m, const double (*x)[3], double *pot)
+{
+    int level, st;
+    if ((st = choose_level("gpupot", &level)) != GPUNB_OK)
+        return st;
+    double *c = nb6_alloc(sizeof(double) * 3 * (size_t)n);
+    if (!c)
+        return gpunb_fail(GPUNB_ERESOURCE, "gpupot: out of host memory for n = %d particles", n);
+    for (int k = 0; k < n; k++) {
+        c[k] = x[k][0];
+        c[n + k] = x[k][1];
+        c[2 * (size_t)n + k] = x[k][2];
+    }
+    potential_of(level)(n, m, c, c + n, c + 2 * (size_t)n, pot);
+    nb6_free(c);
     return GPUNB_OK;
 }
 

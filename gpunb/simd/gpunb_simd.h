@@ -31,4 +31,19 @@ NB6_INTERNAL gpunb_simd_regf_fn gpunb_simd_regf_avx;
 NB6_INTERNAL gpunb_simd_regf_fn gpunb_simd_regf_avx2;
 NB6_INTERNAL gpunb_simd_regf_fn gpunb_simd_regf_avx512;
 
+/* Potential of every particle from all others in double precision, as
+ * gpunb_potential documents, on SoA coordinates; SIMD over l, OpenMP over k. */
+typedef void gpunb_simd_pot_fn(int n, const double *m, const double *x, const double *y,
+                               const double *z, double *pot);
+
+NB6_INTERNAL gpunb_simd_pot_fn gpunb_simd_potential_scalar;
+NB6_INTERNAL gpunb_simd_pot_fn gpunb_simd_potential_sse2;
+NB6_INTERNAL gpunb_simd_pot_fn gpunb_simd_potential_avx;
+NB6_INTERNAL gpunb_simd_pot_fn gpunb_simd_potential_avx2;
+NB6_INTERNAL gpunb_simd_pot_fn gpunb_simd_potential_avx512;
+
+/* gpunb_potential on the host's SIMD units and cores, double precision
+ * throughout (the energy check): same contract as gpunb_cpu_potential. */
+NB6_INTERNAL int gpunb_simd_potential(int n, const double *m, const double (*x)[3], double *pot);
+
 #endif

@@ -13,6 +13,7 @@
 #include "gpunb_simd.h"
 #include "nb6_simd_select.h"
 
+#include <math.h>
 #include <stddef.h>
 
 /* j per float partial sum: 256 terms per lane at every level. */
@@ -107,4 +108,25 @@ void SIMD_SUFFIX(gpunb_simd_regf)(const gpunb_simd_jset *js, int ni, const doubl
     for (int i = 0; i < ni; i++)
         regf_one(js, h2[i], dtr[i], xi[i], vi[i], acc[i], jrk[i], pot ? pot + i : NULL, limit,
                  list + (size_t)i * (size_t)lmax);
+}
+
+/* Double-precision potential: plain C that the compiler vectorises for this
+ * level (omp simd; this file is built with -fno-math-errno so that sqrt
+ * vectorises).  Pairs with r = 0, self included, add nothing. */
+void SIMD_SUFFIX(gpunb_simd_potential)(int n, const double *m, const double *x, const double *y,
+                                       const double *z, double *pot)
+{
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int k = 0; k < n; k++) {
+        const double xk = x[k], yk = y[k], zk = z[k];
+        double phi = 0.0;
+#pragma omp simd reduction(+ : phi)
+        for (int l = 0; l < n; l++) {
+            double dx = x[l] - xk, dy = y[l] - yk, dz = z[l] - zk;
+            double r2 = dx * dx + dy * dy + dz * dz;
+            double term = m[l] / sqrt(r2);
+            phi += r2 > 0.0 ? term : 0.0;
+        }
+        pot[k] = phi;
+    }
 }

@@ -7,11 +7,12 @@
  *
  * j-set: N = 65536 particles of a Plummer sphere; i: NI of them, with h2 that
  * gives ~100 neighbours each.  Flops in the 60-flop convention.  Each figure
- * is the best of repeated calls over at least 0.3 s (after one warm-up). */
+ * is the best of repeated calls over at least 0.3 s (after one warm-up).
+ * Also gpunb_potential (GPUPOT, double precision) of N = NPOT particles. */
 #include "simd_testutil.h"
 #include "gpunb.h"
 
-enum { NJ = 65536, NI = 2048, NI_REF = 256, LMAX = 256 };
+enum { NJ = 65536, NI = 2048, NI_REF = 256, LMAX = 256, NPOT = 32768 };
 
 typedef struct jset {
     double *m, (*x)[3], (*v)[3], *h2, *dtr;
@@ -103,5 +104,19 @@ int main(int argc, char **argv)
         run(&js, GPUNB_BACKEND_CPU, l, NI, threads, nthreads);
     }
     run(&js, GPUNB_BACKEND_REFERENCE, -1, NI_REF, threads + nthreads - 1, 1);
+
+    unsetenv("NB6ACCEL_SIMD");
+    double *pot = malloc(sizeof(double) * NPOT);
+    for (int t = 0; t < nthreads; t++) {
+        set_threads(threads[t]);
+        gpunb_potential(NPOT, js.m, (const double(*)[3])js.x, pot);
+        double t0 = now_s();
+        gpunb_potential(NPOT, js.m, (const double(*)[3])js.x, pot);
+        double dt = now_s() - t0;
+        printf("GPUPOT    threads %3d  N %6d  %8.3f ms  %.3e pairs/s (double)\n", threads[t], NPOT,
+               dt * 1e3, (double)NPOT * NPOT / dt);
+        fflush(stdout);
+    }
+    free(pot);
     return 0;
 }

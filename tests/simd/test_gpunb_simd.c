@@ -16,13 +16,16 @@
  *   acc, pot: max_i |err| / sum_j |term_j|  <= FORCE_TOL (1e-6)
  *   jrk:      max_i |err| / sum_j |term_j|  <= JRK_TOL (2e-6)
  * (float pair terms, about 5e-7 each in the worst case; sums in double per
- * tile, see gpunb/simd/gpunb_simd_kernel.c). */
+ * tile, see gpunb/simd/gpunb_simd_kernel.c).
+ * gpunb_potential (GPUPOT, the energy check) must stay double precision:
+ * max_k |pot - pot_ref| / pot_ref <= POT_TOL (1e-12), at every level. */
 #include "simd_testutil.h"
 #include "gpunb.h"
 
 #define BOUNDARY_TOL 2e-5
 #define FORCE_TOL 1e-6
 #define JRK_TOL 2e-6
+#define POT_TOL 1e-12
 
 enum { NJ = 5000, CHECKED = 1000, NGHOST = 10, LMAX = 160, NBMAX = 120, SENTINEL = 0x5a5a5a5a };
 
@@ -240,6 +243,34 @@ static int check_level(const problem *p, int level, int threads)
     return fails != 0;
 }
 
+/* GPUPOT against the double reference; returns 1 on failure. */
+static int check_potential(const problem *p, int level)
+{
+    int n = p->n;
+    double *pot = malloc(sizeof(double) * n), worst = 0.0;
+    setenv("NB6ACCEL_SIMD", level_name[level], 1);
+    if (gpunb_potential(n, p->m, (const double(*)[3])p->x, pot) != GPUNB_OK) {
+        printf("FAIL %s: gpunb_potential: %s\n", level_name[level], gpunb_last_error());
+        free(pot);
+        return 1;
+    }
+    for (int k = 0; k < n; k++) {
+        double phi = 0.0;
+        for (int l = 0; l < n; l++) {
+            double dx = p->x[l][0] - p->x[k][0], dy = p->x[l][1] - p->x[k][1],
+                   dz = p->x[l][2] - p->x[k][2], r2 = dx * dx + dy * dy + dz * dz;
+            if (l != k && r2 > 0.0)
+                phi += p->m[l] / sqrt(r2);
+        }
+        double err = phi > 0 ? fabs(pot[k] - phi) / phi : fabs(pot[k]);
+        worst = isfinite(pot[k]) ? fmax(worst, err) : INFINITY;
+    }
+    free(pot);
+    printf("%s %-6s gpunb_potential: max rel err %.2e (tol %.0e)\n",
+           worst <= POT_TOL ? "ok  " : "FAIL", level_name[level], worst, POT_TOL);
+    return worst > POT_TOL;
+}
+
 int main(void)
 {
     problem p;
@@ -277,6 +308,7 @@ int main(void)
             fails += check_level(&p, l, threads[t]);
             ran++;
         }
+        fails += check_potential(&p, l);
     }
     printf("%s: %d runs, %d failed\n", fails ? "FAIL" : "PASS", ran, fails);
     return fails ? 1 : 0;
