@@ -31,6 +31,26 @@ contains
     tpred(i) = time
   end subroutine predict_body
 
+  !> Body j at the block time without touching shared data: X, XDOT where
+  !> they hold that time (CXVPRED ran, or j is in the block), else its
+  !> Taylor series (the resident GPUNB path needs no CXVPRED).
+  subroutine predicted_state(j, xj, vj)
+    integer, intent(in) :: j
+    real(dp), intent(out) :: xj(3), vj(3)
+    real(dp) :: s
+    integer :: k
+    if (tpred(j) == time) then
+      xj = x(:,j)
+      vj = xdot(:,j)
+    else
+      s = time - t0(j)
+      do k = 1, 3
+        xj(k) = ((fdot(k,j) * s + f(k,j)) * s + x0dot(k,j)) * s + x0(k,j)
+        vj(k) = (fdot(k,j) * 1.5_dp * s + f(k,j)) * 2.0_dp * s + x0dot(k,j)
+      end do
+    end if
+  end subroutine predicted_state
+
   !> Irregular step of body i at the block time: firr, fd are the irregular
   !> force and derivative over its current list at the predicted positions.
   !> Corrects X0, X0DOT (T0 = time), sets FI, FIDOT, D2, D3 and the new
@@ -212,7 +232,7 @@ contains
     integer, intent(in) :: i, nb, nnb0
     real(dp), intent(in) :: xi(3), xidot(3), dtr
     integer, intent(in) :: list(:)
-    real(dp) :: ri2, rs2, a1, a3, a4, a5, ridot, rij, rsdot, drs, nbp
+    real(dp) :: ri2, rs2, a1, a3, a4, a5, ridot, rij, rsdot, drs, nbp, xj(3), vj(3)
     integer :: l, j
 
     ri2 = xi(1)**2 + xi(2)**2 + xi(3)**2
@@ -258,8 +278,9 @@ contains
       a1 = 1.2_dp * rs(i)
       do l = 2, nb + 1
         j = list(l)
-        rij = sqrt(sum((xi - x(:,j))**2))
-        rsdot = dot_product(xi - x(:,j), xidot - xdot(:,j)) / rij
+        call predicted_state(j, xj, vj)
+        rij = sqrt(sum((xi - xj)**2))
+        rsdot = dot_product(xi - xj, xidot - vj) / rij
         a1 = min(a1, rij + rsdot * dtr)
       end do
       rs(i) = max(a1, 1.1_dp * rs(i))

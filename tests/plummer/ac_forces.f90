@@ -9,7 +9,8 @@ module ac_forces
   use ac_clock, only: wall_seconds
   implicit none
   private
-  public :: forces_open, forces_close, regular_chunk, initial_forces, send_particle
+  public :: forces_open, forces_close, regular_chunk, regular_chunk_start, regular_chunk_finish
+  public :: initial_forces, send_particle
   public :: xi, vi, gacc, gjrk, listgp, gf, gfd
 
   !> Per-chunk buffers, as in intgrt.omp.f: i-state, regular acc/jerk/pot,
@@ -47,40 +48,78 @@ contains
     if (allocated(h2r)) deallocate(h2r, dtrr, xr, vr, ar, jr, pr, listr)
   end subroutine forces_close
 
-  !> Hand body i's corrected state to GPUIRR (F, FDOT are acc/2, jerk/6).
+  !> Hand body i's corrected state to GPUIRR (F, FDOT are acc/2, jerk/6),
+  !> and to GPUNB too when it keeps the j-particles itself.
   subroutine send_particle(i)
     integer, intent(in) :: i
     integer(c_int) :: ii
     ii = i
     call gpuirr_set_jp(ii, x0(:,i), x0dot(:,i), f(:,i), fdot(:,i), body(i), t0(i))
+    if (resident) call gpunb_set_jp(ii, x0(:,i), x0dot(:,i), f(:,i), fdot(:,i), body(i), t0(i))
   end subroutine send_particle
 
   !> Regular force, jerk and new neighbour list of the ni bodies idx(1:ni)
-  !> from their predicted X, XDOT against the j-set of the last GPUNB_SEND.
-  !> A column that overflows (negative count) is recomputed with RS * 0.9;
-  !> one with no neighbour (count 1, self only) with RS * 1.5 when grow_empty
-  !> (FPOLY0's rule).  Only the failed bodies are recomputed.  On return
-  !> listgp(:,ll) holds NBODY6 LIST format (1-based, self removed), GPUIRR has
-  !> it (GPUIRR_SET_LIST), and nnb(i) is its length.
+  !> at their predicted X, XDOT: regular_chunk_start, then (later, when the
+  !> resident GPUNB computes while the host works) regular_chunk_finish.
   subroutine regular_chunk(ni, idx, use_steps, grow_empty)
     integer, intent(in) :: ni, idx(:)
     logical, intent(in) :: use_steps, grow_empty
-    integer :: ll, i, k, nfail, c, growths, l1, l, item
+    call regular_chunk_start(ni, idx, use_steps, .false.)
+    call regular_chunk_finish(ni, idx, grow_empty, .false.)
+  end subroutine regular_chunk
+
+  !> NBODY6's path (async = .false.): GPUNB_REGF against the j-set of the
+  !> last GPUNB_SEND, at once.  Resident path (async): GPUNB_REGF_START on
+  !> the library's own predictions; returns while the force is computed.
+  subroutine regular_chunk_start(ni, idx, use_steps, async)
+    integer, intent(in) :: ni, idx(:)
+    logical, intent(in) :: use_steps, async
+    integer :: ll, i
     integer(c_int) :: nic, lm, nbm
-    integer :: fail(nimax)
     real(dp) :: t
-    logical :: retry
 
     t = wall_seconds()
     do ll = 1, ni
       i = idx(ll)
       h2i(ll) = rs(i)**2 / bodym
       dtr(ll) = merge(stepr(i), 0.0_dp, use_steps)
-      xi(:,ll) = x(:,i)
-      vi(:,ll) = xdot(:,i)
     end do
     nic = ni; lm = lmax; nbm = nbmax
-    call gpunb_regf(nic, h2i, dtr, xi, vi, gacc, gjrk, gpot, lm, nbm, listgp)
+    if (async) then
+      call gpunb_regf_start(nic, idx, h2i, dtr, lm, nbm)
+    else
+      do ll = 1, ni
+        xi(:,ll) = x(:,idx(ll))
+        vi(:,ll) = xdot(:,idx(ll))
+      end do
+      call gpunb_regf(nic, h2i, dtr, xi, vi, gacc, gjrk, gpot, lm, nbm, listgp)
+    end if
+    wall_regular = wall_regular + (wall_seconds() - t)
+  end subroutine regular_chunk_start
+
+  !> Collect the chunk's force (async: GPUNB_REGF_FINISH).  A column that
+  !> overflows (negative count) is recomputed with RS * 0.9; one with no
+  !> neighbour (count 1, self only) with RS * 1.5 when grow_empty (FPOLY0's
+  !> rule).  Only the failed bodies are recomputed.  On return xi, vi hold
+  !> the predicted state, gacc, gjrk the regular force, listgp(:,ll) the list
+  !> in NBODY6 LIST format (1-based, self removed), GPUIRR has it
+  !> (GPUIRR_SET_LIST), and nnb(i) is its length.
+  subroutine regular_chunk_finish(ni, idx, grow_empty, async)
+    integer, intent(in) :: ni, idx(:)
+    logical, intent(in) :: grow_empty, async
+    integer :: ll, i, k, nfail, c, growths, l1, l, item
+    integer(c_int) :: nic, lm, nbm
+    integer(c_int) :: fail(nimax), jfail(nimax)
+    real(dp) :: t
+    logical :: retry
+
+    t = wall_seconds()
+    nic = ni; lm = lmax; nbm = nbmax
+    if (async) call gpunb_regf_finish(gacc, gjrk, gpot, listgp)
+    do ll = 1, ni
+      xi(:,ll) = x(:,idx(ll))
+      vi(:,ll) = xdot(:,idx(ll))
+    end do
     growths = 0
     do
       nfail = 0
@@ -105,11 +144,17 @@ contains
       if (any(listgp(1, fail(1:nfail)) >= 0)) growths = growths + 1
       do k = 1, nfail
         ll = fail(k)
+        jfail(k) = idx(ll)
         h2r(k) = rs(idx(ll))**2 / bodym
         dtrr(k) = dtr(ll); xr(:,k) = xi(:,ll); vr(:,k) = vi(:,ll)
       end do
       nic = nfail
-      call gpunb_regf(nic, h2r, dtrr, xr, vr, ar, jr, pr, lm, nbm, listr)
+      if (async) then
+        call gpunb_regf_start(nic, jfail, h2r, dtrr, lm, nbm)
+        call gpunb_regf_finish(ar, jr, pr, listr)
+      else
+        call gpunb_regf(nic, h2r, dtrr, xr, vr, ar, jr, pr, lm, nbm, listr)
+      end if
       do k = 1, nfail
         ll = fail(k)
         gacc(:,ll) = ar(:,k); gjrk(:,ll) = jr(:,k); gpot(ll) = pr(k)
@@ -142,7 +187,7 @@ contains
       call set_list(i, listgp(:,ll))
     end do
     !$omp end parallel do
-  end subroutine regular_chunk
+  end subroutine regular_chunk_finish
 
   subroutine set_list(i, column)
     integer, intent(in) :: i

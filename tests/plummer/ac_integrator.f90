@@ -8,13 +8,18 @@
 !>      per chunk of NIMAX: GPUNB_REGF (overflow retries), GPUIRR_SET_LIST,
 !>      GPUIRR_FIRR_VEC over the new lists, regular corrector;
 !>   6. GPUIRR_SET_JP of every member.
+!> With the resident GPUNB (option) step 5 becomes GPUNB_PREDICT and
+!> GPUNB_REGF_START before step 2, so that the regular force of the first
+!> chunk is computed while the host does steps 2-4, and each next chunk
+!> while the host corrects the previous one; GPUNB_SET_JP joins step 6.
 module ac_integrator
   use, intrinsic :: iso_c_binding, only: c_int, c_double
   use nb6accel
   use ac_state
   use ac_blocks, only: blocks_next, blocks_move
   use ac_correct, only: predict_body, irregular_correct, regular_correct
-  use ac_forces, only: regular_chunk, send_particle, xi, vi, gacc, gjrk, listgp, gf, gfd
+  use ac_forces, only: regular_chunk_start, regular_chunk_finish, send_particle, xi, vi, gacc, gjrk, &
+      listgp, gf, gfd
   use ac_clock, only: wall_seconds
   implicit none
   private
@@ -58,8 +63,15 @@ contains
       end if
     end do
 
-    t = wall_seconds()
     nc = nact; one = 1; nn = n
+    if (resident .and. nreg > 0) then
+      t = wall_seconds()
+      call gpunb_predict(nn, time)
+      wall_regular = wall_regular + (wall_seconds() - t)
+      call regular_chunk_start(min(nimax, nreg), ireg, .true., .true.)
+    end if
+
+    t = wall_seconds()
     if (nact <= npact .and. nreg == 0) then
       call gpuirr_pred_act(nc, act, time)
     else
@@ -85,12 +97,14 @@ contains
 
     if (nreg > 0) then
       nblckr = nblckr + 1
-      t = wall_seconds()
-      ! Bodies of this block keep their predicted (uncorrected) X, XDOT:
-      ! TPRED = time makes CXVPRED skip them.
-      call cxvpred(one, nn, time, t0, x0, x0dot, f, fdot, x, xdot, tpred)
-      call gpunb_send(nn, body, x, xdot)
-      wall_regular = wall_regular + (wall_seconds() - t)
+      if (.not. resident) then
+        t = wall_seconds()
+        ! Bodies of this block keep their predicted (uncorrected) X, XDOT:
+        ! TPRED = time makes CXVPRED skip them.
+        call cxvpred(one, nn, time, t0, x0, x0dot, f, fdot, x, xdot, tpred)
+        call gpunb_send(nn, body, x, xdot)
+        wall_regular = wall_regular + (wall_seconds() - t)
+      end if
       do j0 = 0, nreg - 1, nimax
         ni = min(nimax, nreg - j0)
         call regular_chunk_with_old_counts(ni, j0)
@@ -116,7 +130,15 @@ contains
       do ll = 1, ni
         nnb0(ll) = nnb(ireg(j0 + ll))
       end do
-      call regular_chunk(ni, ireg(j0 + 1:), .true., .false.)
+      if (resident) then
+        call regular_chunk_finish(ni, ireg(j0 + 1:), .false., .true.)
+        ! Next chunk on the GPU while this one is corrected here.
+        if (j0 + ni < nreg) call regular_chunk_start(min(nimax, nreg - j0 - ni), ireg(j0 + ni + 1:), &
+            .true., .true.)
+      else
+        call regular_chunk_start(ni, ireg(j0 + 1:), .true., .false.)
+        call regular_chunk_finish(ni, ireg(j0 + 1:), .false., .false.)
+      end if
       t = wall_seconds()
       nic = ni
       call gpuirr_firr_vec(nic, ireg(j0 + 1:), gf, gfd)

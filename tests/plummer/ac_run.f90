@@ -10,6 +10,7 @@ module ac_run
   use ac_forces, only: forces_open, forces_close, initial_forces
   use ac_integrator, only: integrator_init, integrator_free, block_step
   use ac_clock, only: wall_seconds
+  use nb6accel, only: cxvpred
   use plummer_model, only: kinetic_energy, potential_energy
   !$ use omp_lib, only: omp_get_max_threads
   implicit none
@@ -26,18 +27,20 @@ module ac_run
     real(dp) :: wall_limit = 0
     !> Seconds between progress lines on stderr; 0: none.
     real(dp) :: progress = 10
+    !> Use GPUNB's resident j-particles and asynchronous force (extended API).
+    logical :: resident = .false.
     logical :: quiet = .false.
   end type run_options
 
   type :: run_result
-    integer :: n = 0, threads = 1
+    integer :: n = 0, threads = 1, nnb_target = 0
     real(dp) :: tend = 0, tsplit = 0, treached = 0
     real(dp) :: wall_init = 0, wall_first = 0, wall_second = 0
     real(dp) :: regular_second = 0, irregular_second = 0, rest_second = 0
     integer(int64) :: nreg_second = 0, nirr_second = 0, nblock_second = 0
     real(dp) :: mean_nb = 0, e0 = 0, e_end = 0, de_over_e = 0, q0 = 0, q_end = 0
     integer(int64) :: noverflow = 0
-    logical :: complete = .false.
+    logical :: complete = .false., resident = .false.
   end type run_result
 
 contains
@@ -69,6 +72,8 @@ contains
     body = m; x0 = xs; x0dot = vs
     call set_parameters(opt)
     res%n = n
+    res%nnb_target = nnb_target
+    res%resident = resident
     res%threads = 1
     !$ res%threads = omp_get_max_threads()
     res%tend = opt%tend
@@ -93,6 +98,12 @@ contains
           '# N = ', n, '  threads = ', res%threads, '  eta_I = ', eta_i, '  eta_R = ', eta_r, &
           '  <NB> target = ', nnb_target, '  NNBMAX = ', nnbmax, '  NBMAX = ', nbmax, &
           '  SMAX = ', smax, '  NPACT = ', npact
+      if (resident) then
+        write(output_unit, '(a)') '# GPUNB path: resident j-particles (GPUNB_SET_JP, GPUNB_PREDICT, ' // &
+            'GPUNB_REGF_START/FINISH overlapping the irregular work)'
+      else
+        write(output_unit, '(a)') '# GPUNB path: NBODY6 GPU2 (CXVPRED + GPUNB_SEND + GPUNB_REGF per regular block)'
+      end if
       write(output_unit, '(a)') '#       t            E        dE/E      Q   <NB>    irr. steps    reg. steps' // &
           '      blocks  reg. blocks   wall (s)'
       call report(tkin, pot, res%e0, wall0)
@@ -150,6 +161,7 @@ contains
     res%noverflow = noverflow
     if (stopped) then
       ! Bodies are not synchronised: energy of the predicted state.
+      call cxvpred(1, n, time, t0, x0, x0dot, f, fdot, x, xdot, tpred)
       tkin = kinetic_energy(n, body, xdot)
       pot = potential_energy(n, body, x)
     else
@@ -172,6 +184,7 @@ contains
   subroutine set_parameters(opt)
     type(run_options), intent(in) :: opt
     eta_i = opt%eta_i
+    resident = opt%resident
     eta_r = opt%eta_r
     nnb_target = opt%nnb_target
     if (nnb_target <= 0) nnb_target = default_nnb_target(n)
@@ -184,6 +197,12 @@ contains
     smax = opt%smax
     if (smax <= 0) smax = merge(1.0_dp, 0.125_dp, n <= 16384)
     smax = scale(1.0_dp, exponent(smax) - 1)
+    ! Every body must be at the report times (integers and tend) and at the
+    ! split tend/2 together: SMAX must divide them.
+    do while (smax > 2.0_dp**(-20) .and. (modulo(opt%tend, smax) /= 0 .or. &
+        modulo(0.5_dp * opt%tend, smax) /= 0 .or. (opt%tend > 1 .and. modulo(1.0_dp, smax) /= 0)))
+      smax = 0.5_dp * smax
+    end do
     if (n <= 5000) then
       npact = 75
     else if (n <= 50000) then

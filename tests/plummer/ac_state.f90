@@ -26,6 +26,10 @@ module ac_state
   integer :: lmax = 0
   !> Few active particles and no regular one: predict only those (PRED_ACT).
   integer :: npact = 100
+  !> GPUNB keeps the j-particles and predicts them itself (GPUNB_SET_JP,
+  !> GPUNB_PREDICT, GPUNB_REGF_START/FINISH, the extended API) instead of
+  !> NBODY6's CXVPRED + GPUNB_SEND + GPUNB_REGF every regular block.
+  logical :: resident = .false.
   real(dp) :: bodym = 0
   !> Neighbour-sphere control (NBODY6's ALPHA, ZNBMIN, ZNBMAX, RSFAC), the
   !> scale radius 0.5 M**2 / POT, the core radius squared, and the step above

@@ -12,15 +12,15 @@ module ac_table
   character(len=*), parameter :: csv_header = 'n,threads,tend,tsplit,wall_init,wall_first,' // &
       'wall_second,regular_second,irregular_second,rest_second,regular_steps_second,' // &
       'irregular_steps_second,blocks_second,mean_nb,de_over_e,q0,overflows,seed,eta_i,eta_r,' // &
-      'nnb_target,status,label'
+      'nnb_target,status,label,gpunb_path'
 
 contains
 
   subroutine print_table(r)
     type(run_result), intent(in) :: r
     write(output_unit, '(a)') ''
-    write(output_unit, '(a,f5.2,a,f5.2,a)') '# Timing (wall seconds; regular/irregular/rest and steps for t = ', &
-        r%tsplit, ' .. ', r%tend, ')'
+    write(output_unit, '(a,f5.2,a,f5.2,a,f0.3,a)') '# Timing (wall seconds; regular/irregular/rest and steps for t = ', &
+        r%tsplit, ' .. ', r%tend, '; start-up before t = 0: ', r%wall_init, ' s)'
     write(output_unit, '(a)') '#      N  wall 0..t1  wall t1..t2   regular irregular      rest' // &
         '   reg. steps    irr. steps   <NB>       dE/E'
     write(output_unit, '(i8,2f12.3,3f10.3,2i14,f7.1,es11.2)') r%n, r%wall_first, r%wall_second, &
@@ -39,7 +39,14 @@ contains
     integer :: unit, ios
     logical :: exists
     character(len=64) :: status
+    character(len=len(label)) :: clean
+    integer :: k
 
+    ! The label is free text: keep it one CSV field.
+    clean = label
+    do k = 1, len(clean)
+      if (clean(k:k) == ',' .or. clean(k:k) == '"') clean(k:k) = ';'
+    end do
     inquire(file=path, exist=exists)
     open(newunit=unit, file=path, position='append', action='write', status='unknown', iostat=ios)
     if (ios /= 0) then
@@ -53,10 +60,11 @@ contains
       write(status, '(a,f0.5)') 'stopped_at_t=', r%treached
     end if
     write(unit, '(i0,",",i0,",",f0.4,",",f0.4,6(",",f0.4),3(",",i0),",",f0.2,",",es10.3,",",f0.4,",",i0,' // &
-        '",",i0,2(",",f0.4),",",i0,",",a,",",a)') &
+        '",",i0,2(",",f0.4),",",i0,3(",",a))') &
         r%n, r%threads, r%tend, r%tsplit, r%wall_init, r%wall_first, r%wall_second, r%regular_second, &
         r%irregular_second, r%rest_second, r%nreg_second, r%nirr_second, r%nblock_second, r%mean_nb, &
-        r%de_over_e, r%q0, r%noverflow, seed, opt%eta_i, opt%eta_r, opt%nnb_target, trim(status), trim(label)
+        r%de_over_e, r%q0, r%noverflow, seed, opt%eta_i, opt%eta_r, r%nnb_target, trim(status), trim(clean), &
+        trim(merge('resident', 'nbody6  ', r%resident))
     close(unit)
   end subroutine append_csv
 end module ac_table

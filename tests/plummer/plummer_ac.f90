@@ -6,7 +6,7 @@
 !>
 !>   plummer_ac [-n N] [-seed S] [-tend T] [-etai E] [-etar E] [-nnb NB]
 !>              [-nbmax NB] [-smax S] [-ic FILE] [-dump FILE] [-csv FILE]
-!>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-q]
+!>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-q]
 program plummer_ac
   use, intrinsic :: iso_fortran_env, only: real64, error_unit, output_unit
   use plummer_model, only: plummer_generate, plummer_read
@@ -34,13 +34,17 @@ program plummer_ac
       opt%quiet = .true.
       k = k + 1
       cycle
+    case ('-resident')
+      opt%resident = .true.
+      k = k + 1
+      cycle
     end select
     if (k == nargs) call bad(arg, '(missing value)')
     call get_command_argument(k + 1, val)
     select case (trim(arg))
     case ('-n'); n = int_value(arg, val, 2)
     case ('-seed'); seed = int_value(arg, val, 0)
-    case ('-tend'); opt%tend = real_value(arg, val, 0.0_dp)
+    case ('-tend'); opt%tend = real_value(arg, val, 1.0e-3_dp)
     case ('-etai'); opt%eta_i = real_value(arg, val, 1.0e-6_dp)
     case ('-etar'); opt%eta_r = real_value(arg, val, 1.0e-6_dp)
     case ('-nnb'); opt%nnb_target = int_value(arg, val, 1)
@@ -110,6 +114,9 @@ contains
         '  -dump FILE      write the final state as "m x y z vx vy vz" lines', &
         '  -wall-limit S   stop after S seconds of wall time (row marked stopped)', &
         '  -progress S     progress line on stderr every S seconds (default 10, 0: none)', &
+        '  -resident       GPUNB keeps and predicts the j-particles (extended API,', &
+        '                  regular force overlapping the irregular work) instead of', &
+        '                  NBODY6''s CXVPRED + GPUNB_SEND + GPUNB_REGF', &
         '  -q              no reports, only the final table'
   end subroutine usage
 
