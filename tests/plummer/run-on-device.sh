@@ -1,19 +1,26 @@
 #!/bin/bash
 # run-on-device.sh -- the Plummer timing sweep (t = 2..4) on the GPU machine.
-# Run from anywhere inside the source tree (gfortran must be on PATH, e.g.
-# after `source .devtools/device-fortran.sh setup .devtools`).  Builds out of
-# tree in /tmp, runs the driver's tests on this machine's back-ends, then one
-# run per N with a wall-clock limit so that the whole call stays within
-# PLUMMER_BUDGET seconds (default 530), and leaves in $OUT:
-#   plummer-device.log (hardware, build, tests), plummer-N.log per N,
-#   plummer.csv, plummer-fig2.png (if gnuplot is there).
-set -u
+# From the repository root on the GPU machine:
+#   bash tests/plummer/run-on-device.sh
+# With the device tool (the machine has no libtool and no gfortran): run
+# ./bootstrap here, then run that command carrying .devtools configure
+# Makefile.in aclocal.m4 config.h.in build-aux m4.  Builds out of tree in
+# /tmp, runs the driver's tests on this machine's back-ends, then one run per
+# entry of PLUMMER_SIZES ("N", or "Nr" for the resident GPUNB path) with a
+# wall-clock limit so that the whole call stays within PLUMMER_BUDGET seconds
+# (default 530).  Leaves in $OUT: plummer-device.log (hardware, build,
+# tests, summary lines), plummer-runs.log (every run in full), plummer.csv,
+# plummer-fig2.png (if gnuplot is there).  PLUMMER_ARGS go to every run.
+set -u -o pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
-out=${OUT:-$src/plummer-device-out}
+out=${OUT:-/tmp/plummer-device-out}
 mkdir -p "$out"
 budget=${PLUMMER_BUDGET:-530}
 sizes=${PLUMMER_SIZES:-"16384 32768 65536 131072 262144"}
 label=${PLUMMER_LABEL:-device}
+args=${PLUMMER_ARGS:-}
+cd "$src" || exit 1
+[ -f .devtools/device-fortran.sh ] && . .devtools/device-fortran.sh setup .devtools >/dev/null 2>&1
 start=$(date +%s)
 log=$out/plummer-device.log
 elapsed() { echo $(( $(date +%s) - start )); }
@@ -22,7 +29,7 @@ elapsed() { echo $(( $(date +%s) - start )); }
   echo "== hardware"; nvidia-smi -L 2>&1; nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv 2>&1
   lscpu 2>&1 | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket)'
   echo "== build"
-  cd "$src" && { test -x configure || ./bootstrap; } &&
+  { test -x configure || ./bootstrap; } &&
   mkdir -p /tmp/nb6-plummer-build && cd /tmp/nb6-plummer-build &&
   "$src/configure" --with-cuda-arch=90 CFLAGS="-O3 -march=native" FCFLAGS="-O3 -march=native" \
     | tail -n 12 &&
@@ -39,21 +46,30 @@ cat "$log"
 
 cd /tmp/nb6-plummer-build || exit 1
 export OMP_PROC_BIND=${OMP_PROC_BIND:-close} OMP_PLACES=${OMP_PLACES:-cores}
-for n in $sizes; do
+runs=$out/plummer-runs.log
+: >"$runs"
+for entry in $sizes; do
+  n=${entry%r}
+  extra=
+  [ "$n" != "$entry" ] && extra=-resident
   left=$(( budget - $(elapsed) ))
   if [ "$left" -lt 40 ]; then
-    echo "== N = $n skipped: only $left s of the budget left"
+    echo "== N = $n $extra skipped: only $left s of the budget left" | tee -a "$log"
     continue
   fi
   limit=$(( left - 20 ))
-  echo "== N = $n (wall limit $limit s, $(elapsed) s elapsed)"
+  echo "== N = $n $extra (wall limit $limit s, $(elapsed) s elapsed)" | tee -a "$log" "$runs"
   ./tests/plummer/plummer_ac -n "$n" -csv "$out/plummer.csv" -label "$label" \
-    -wall-limit "$limit" -progress 15 >"$out/plummer-$n.log" 2>&1
-  echo "exit status $?"
-  grep -E '^ +[0-9]+\.0000 |^# N =|^# Timing|^#      N|^ +[0-9]+ +[0-9.]+ +[0-9.]+|STOPPED|back-end|kernel' \
-    "$out/plummer-$n.log"
+    -wall-limit "$limit" -progress 15 $extra $args >"$out/run.tmp" 2>&1
+  echo "exit status $?" | tee -a "$log"
+  cat "$out/run.tmp" >>"$runs"
+  grep -E '^ +[0-9]+\.0000 |^# N =|^# GPUNB|^# Timing|^#      N|^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]|STOPPED|back-end|kernel' \
+    "$out/run.tmp" | tee -a "$log"
+  rm -f "$out/run.tmp"
 done
-echo "== CSV"
-cat "$out/plummer.csv" 2>/dev/null
-sh "$src/tests/plummer/plot-fig2.sh" "$out/plummer.csv" "$out/plummer-fig2.png"
-echo "== done after $(elapsed) s"
+{
+  echo "== CSV"
+  cat "$out/plummer.csv" 2>/dev/null
+  sh "$src/tests/plummer/plot-fig2.sh" "$out/plummer.csv" "$out/plummer-fig2.png"
+  echo "== done after $(elapsed) s"
+} 2>&1 | tee -a "$log"
