@@ -1,23 +1,26 @@
 /* gpunb_cuda.c -- CUDA back-end of GPUNB, host side: device state, uploads,
  * the launch sequence of one REGF and the combination of several GPUs.
  *
- * Per REGF call and GPU: upload of the i data, the force kernel (i on
+ * Per REGF call and GPU: one upload of the i data, the force kernel (i on
  * threads, the GPU's j range split into slices over the blocks, as many as
  * the GPU keeps resident, sized from its SM count at open), the reduction
  * kernel (partial forces summed in double) and the list-gathering kernel
- * (sorted compact lists), download of the NI result records and of the
- * compact lists; then one synchronisation per GPU and the sum over GPUs in
- * double on the host.  The j-set is split over the GPUs in contiguous
- * ranges, so their lists concatenate in ascending order.
+ * (sorted compact lists), one download of the NI result records and the
+ * compact lists behind them; then one synchronisation per GPU and the sum
+ * over GPUs in double on the host.  The j-set is split over the GPUs in
+ * contiguous ranges, so their lists concatenate in ascending order.
  *
  * Positions go to the GPU as floats relative to an origin chosen at send
  * (the j-set's centre of mass): the i coordinates, bit-equal to their j
  * entries in double, convert to bit-equal floats, so self stays an exact
  * r = 0 neighbour; and clusters far from the coordinate origin lose nothing.
- * A close pair that is no neighbour (h2 tiny or 0) still loses digits in
- * the float difference of coordinates O(1) apart from the origin: after each
- * call the host bounds that error per i, and where it may exceed 1e-6 of the
- * force it repeats the call with the PRECISE kernel (two-float coordinates). */
+ * A close pair that is no neighbour (h2 tiny or 0) still loses digits in the
+ * float difference of coordinates far from the origin.  The PRECISE kernel
+ * (two-float coordinates) avoids that: small blocks (NI <= PRECISE_DIRECT_NI,
+ * where a second pass would cost more than the 10% slower kernel) use it
+ * directly; larger ones use the fast kernel, bound its error per i, and redo
+ * the i whose bound exceeds 1e-6 of their force with the PRECISE kernel.
+ * NB6ACCEL_CUDA_PRECISE=always|never overrides that choice. */
 #include "config.h"
 #include "gpunb_backend.h"
 
@@ -35,6 +38,11 @@
  * (chunk * cap); a huge lmax shrinks the chunk of i per launch instead. */
 #define LIST_BUDGET_INTS (32L << 20)
 
+/* Up to this NI the PRECISE kernel runs directly (see above). */
+#define PRECISE_DIRECT_NI 256
+
+enum precise_mode { PRECISE_AUTO, PRECISE_ALWAYS, PRECISE_NEVER };
+
 typedef struct cuda_gpu {
     int device;
     char name[256];
@@ -46,14 +54,15 @@ typedef struct cuda_gpu {
     int j0, nj;
     long long ntiles;
     float4 *d_jpos, *d_jvel, *d_jlo, *h_jpos, *h_jvel, *h_jlo; /* capacity rounded to a tile */
-    float4 *d_ipos, *d_ivel, *d_ilo;                         /* NI_CHUNK                  */
-    float *d_partial;                          /* partial_floats                */
-    int *d_nbcount;                            /* NI_CHUNK, zero between calls  */
-    int *d_total;
-    gpunb_cuda_result *d_result, *h_result; /* NI_CHUNK */
-    int *d_nblist, *d_compact, *h_compact;  /* list_ints each */
+    float4 *d_ibuf;          /* 3 * NI_CHUNK: positions, velocities, remainders */
+    float *d_partial;        /* per slice and i: NPARTIAL floats               */
+    int *d_nbcount;          /* NI_CHUNK, zero between calls                  */
+    int *d_total;            /* the gathering kernel's allocator              */
+    int *d_nblist;           /* chunk * cap unordered entries                  */
+    /* results: NI_CHUNK records, then the compact lists (list_ints ints) */
+    unsigned char *d_out, *h_out;
     long list_ints;
-    long downloaded; /* ints of h_compact fetched by the asynchronous copy */
+    long downloaded; /* ints of the compact lists fetched by the asynchronous copy */
     double lists_per_i; /* mean list length of the last call: sizes that copy */
     int busy;           /* has work in the current call                  */
 } cuda_gpu;
@@ -64,14 +73,30 @@ typedef struct cuda_state {
     int capacity_pad;
     int nj;
     int dirty; /* a call failed half-way: the counters need a reset */
+    enum precise_mode precise_mode;
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
-    float4 *h_ipos, *h_ivel, *h_ilo; /* pinned, NI_CHUNK, shared by the GPUs */
+    float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
+    /* the i that the fast kernel may have served short, packed for a redo */
+    int *redo;
+    double *r_h2, *r_dtr, (*r_xi)[3], (*r_vi)[3], (*r_acc)[3], (*r_jrk)[3], *r_pot;
+    int *r_list;
+    long r_list_ints;
 } cuda_state;
 
 #define CHECK(g, expr) GPUNB_CUDA_CHECK((g)->device, expr)
+#define RESULTS_BYTES (sizeof(gpunb_cuda_result) * GPUNB_CUDA_NI_CHUNK)
 
 static long long tiles_of(long long n) { return (n + GPUNB_CUDA_TILE_J - 1) / GPUNB_CUDA_TILE_J; }
+
+static gpunb_cuda_result *results_of(unsigned char *out) { return (gpunb_cuda_result *)out; }
+
+/* The compact lists start right after the ni records of this call, so that
+ * one copy brings both back. */
+static int *compact_of(unsigned char *out, int ni)
+{
+    return (int *)(out + sizeof(gpunb_cuda_result) * (size_t)ni);
+}
 
 int gpunb_cuda_usable(char *why)
 {
@@ -101,17 +126,13 @@ static void free_gpu(cuda_gpu *g)
     cudaFreeHost(g->h_jpos);
     cudaFreeHost(g->h_jvel);
     cudaFreeHost(g->h_jlo);
-    cudaFree(g->d_ipos);
-    cudaFree(g->d_ivel);
-    cudaFree(g->d_ilo);
+    cudaFree(g->d_ibuf);
     cudaFree(g->d_partial);
     cudaFree(g->d_nbcount);
     cudaFree(g->d_total);
-    cudaFree(g->d_result);
-    cudaFreeHost(g->h_result);
     cudaFree(g->d_nblist);
-    cudaFree(g->d_compact);
-    cudaFreeHost(g->h_compact);
+    cudaFree(g->d_out);
+    cudaFreeHost(g->h_out);
     if (g->ev_force0)
         cudaEventDestroy(g->ev_force0);
     if (g->ev_force1)
@@ -127,9 +148,16 @@ static void cuda_close(void *state)
         return;
     for (int k = 0; k < s->ngpu; k++)
         free_gpu(&s->gpu[k]);
-    cudaFreeHost(s->h_ipos);
-    cudaFreeHost(s->h_ivel);
-    cudaFreeHost(s->h_ilo);
+    cudaFreeHost(s->h_ibuf);
+    free(s->redo);
+    free(s->r_h2);
+    free(s->r_dtr);
+    free(s->r_xi);
+    free(s->r_vi);
+    free(s->r_acc);
+    free(s->r_jrk);
+    free(s->r_pot);
+    free(s->r_list);
     free(s->gpu);
     free(s);
 }
@@ -143,9 +171,8 @@ static int host_alloc(cuda_gpu *g, void **p, size_t bytes)
 static int open_gpu(cuda_gpu *g, int capacity_pad)
 {
     struct cudaDeviceProp prop;
-    int per_sm = 0;
+    int per_sm = 0, st;
     const size_t jbytes = sizeof(float4) * (size_t)capacity_pad;
-    const size_t ibytes = sizeof(float4) * GPUNB_CUDA_NI_CHUNK;
     size_t partial_floats;
 
     CHECK(g, cudaSetDevice(g->device));
@@ -160,9 +187,7 @@ static int open_gpu(cuda_gpu *g, int capacity_pad)
     CHECK(g, cudaMalloc((void **)&g->d_jpos, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_jvel, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_jlo, jbytes));
-    CHECK(g, cudaMalloc((void **)&g->d_ipos, ibytes));
-    CHECK(g, cudaMalloc((void **)&g->d_ivel, ibytes));
-    CHECK(g, cudaMalloc((void **)&g->d_ilo, ibytes));
+    CHECK(g, cudaMalloc((void **)&g->d_ibuf, 3 * sizeof(float4) * GPUNB_CUDA_NI_CHUNK));
     /* nslices * ni_tiles <= force_blocks + ni_tiles (see launch_gpu) */
     partial_floats = (size_t)(g->force_blocks + GPUNB_CUDA_NI_CHUNK / GPUNB_CUDA_BLOCK_I) *
                      GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_NPARTIAL;
@@ -170,11 +195,9 @@ static int open_gpu(cuda_gpu *g, int capacity_pad)
     CHECK(g, cudaMalloc((void **)&g->d_nbcount, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
     CHECK(g, cudaMemset(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
     CHECK(g, cudaMalloc((void **)&g->d_total, sizeof(int)));
-    CHECK(g, cudaMalloc((void **)&g->d_result, sizeof(gpunb_cuda_result) * GPUNB_CUDA_NI_CHUNK));
-    int st;
-    if ((st = host_alloc(g, (void **)&g->h_jpos, jbytes)) || (st = host_alloc(g, (void **)&g->h_jvel, jbytes)) ||
-        (st = host_alloc(g, (void **)&g->h_jlo, jbytes)) ||
-        (st = host_alloc(g, (void **)&g->h_result, sizeof(gpunb_cuda_result) * GPUNB_CUDA_NI_CHUNK)))
+    if ((st = host_alloc(g, (void **)&g->h_jpos, jbytes)) ||
+        (st = host_alloc(g, (void **)&g->h_jvel, jbytes)) ||
+        (st = host_alloc(g, (void **)&g->h_jlo, jbytes)))
         return st;
     g->lists_per_i = 64.0;
     return GPUNB_OK;
@@ -184,17 +207,33 @@ static int cuda_open(void **state, int capacity, char *desc)
 {
     char why[NB6_ERRMSG_LEN];
     int *ids, n = gpunb_cuda_devices_select(&ids, why), st;
+    const char *mode = nb6_getenv("NB6ACCEL_CUDA_PRECISE");
+    const size_t chunk = GPUNB_CUDA_NI_CHUNK;
     cuda_state *s;
     size_t len;
 
     if (n < 1)
         return gpunb_fail(GPUNB_EDEVICE, "gpunb_open: %s", why);
-    s = calloc(1, sizeof *s);
-    if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu))) {
-        free(s);
+    if (mode && strcmp(mode, "auto") && strcmp(mode, "always") && strcmp(mode, "never")) {
         free(ids);
+        return gpunb_fail(GPUNB_EUSAGE,
+                          "gpunb_open: NB6ACCEL_CUDA_PRECISE=\"%s\" is not one of auto, always, never",
+                          mode);
+    }
+    s = calloc(1, sizeof *s);
+    if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu)) ||
+        !(s->redo = malloc(sizeof(int) * chunk)) || !(s->r_h2 = malloc(sizeof(double) * chunk)) ||
+        !(s->r_dtr = malloc(sizeof(double) * chunk)) || !(s->r_xi = malloc(sizeof(double[3]) * chunk)) ||
+        !(s->r_vi = malloc(sizeof(double[3]) * chunk)) || !(s->r_acc = malloc(sizeof(double[3]) * chunk)) ||
+        !(s->r_jrk = malloc(sizeof(double[3]) * chunk)) || !(s->r_pot = malloc(sizeof(double) * chunk))) {
+        free(ids);
+        if (s)
+            cuda_close(s);
         return gpunb_fail(GPUNB_ERESOURCE, "gpunb_open: out of host memory");
     }
+    s->precise_mode = !mode || !strcmp(mode, "auto") ? PRECISE_AUTO
+                      : !strcmp(mode, "always")      ? PRECISE_ALWAYS
+                                                     : PRECISE_NEVER;
     s->ngpu = n;
     s->capacity_pad = (int)(tiles_of(capacity) * GPUNB_CUDA_TILE_J);
     for (int k = 0; k < n; k++)
@@ -205,20 +244,17 @@ static int cuda_open(void **state, int capacity, char *desc)
             cuda_close(s);
             return st;
         }
-    if ((st = host_alloc(&s->gpu[0], (void **)&s->h_ipos, sizeof(float4) * GPUNB_CUDA_NI_CHUNK)) ||
-        (st = host_alloc(&s->gpu[0], (void **)&s->h_ivel, sizeof(float4) * GPUNB_CUDA_NI_CHUNK)) ||
-        (st = host_alloc(&s->gpu[0], (void **)&s->h_ilo, sizeof(float4) * GPUNB_CUDA_NI_CHUNK))) {
+    if ((st = host_alloc(&s->gpu[0], (void **)&s->h_ibuf, 3 * sizeof(float4) * chunk))) {
         cuda_close(s);
         return st;
     }
     len = (size_t)snprintf(desc, NB6_ERRMSG_LEN, "CUDA, %d GPU%s:", n, n > 1 ? "s" : "");
     for (int k = 0; k < n && len < NB6_ERRMSG_LEN; k++)
-        len += (size_t)snprintf(desc + len, NB6_ERRMSG_LEN - len, "%s %d = %s (%d SMs, %d force blocks)",
-                                k ? "," : "", s->gpu[k].device, s->gpu[k].name, s->gpu[k].sms,
-                                s->gpu[k].force_blocks);
+        len += (size_t)snprintf(desc + len, NB6_ERRMSG_LEN - len, "%s %d = %s (%d SMs)", k ? "," : "",
+                                s->gpu[k].device, s->gpu[k].name, s->gpu[k].sms);
     if (len < NB6_ERRMSG_LEN)
         snprintf(desc + len, NB6_ERRMSG_LEN - len,
-                 "; float pairs about the j-set's centre of mass, double sums");
+                 "; float pairs about the j-set's centre of mass (two-float where needed), double sums");
     *state = s;
     return GPUNB_OK;
 }
@@ -252,6 +288,17 @@ static void choose_origin(cuda_state *s, int nj, const double *m, const double (
         s->origin[c] = cx[c] / mt;
         s->vorigin[c] = cv[c] / mt;
     }
+    s->min_mass = 0.0;
+    for (int j = 0; j < nj; j++)
+        if (m[j] > 0.0 && (s->min_mass == 0.0 || m[j] < s->min_mass))
+            s->min_mass = m[j];
+}
+
+/* A coordinate relative to the origin as hi + lo floats. */
+static void split(double r, float *hi, float *lo)
+{
+    *hi = (float)r;
+    *lo = (float)(r - (double)*hi);
 }
 
 static int cuda_send(void *state, int nj, const double *m, const double (*x)[3], const double (*v)[3])
@@ -260,10 +307,6 @@ static int cuda_send(void *state, int nj, const double *m, const double (*x)[3],
     const long long ntiles = tiles_of(nj);
 
     choose_origin(s, nj, m, x, v);
-    s->min_mass = 0.0;
-    for (int j = 0; j < nj; j++)
-        if (m[j] > 0.0 && (s->min_mass == 0.0 || m[j] < s->min_mass))
-            s->min_mass = m[j];
     for (int k = 0; k < s->ngpu; k++) {
         cuda_gpu *g = &s->gpu[k];
         const long long t0 = ntiles * k / s->ngpu, t1 = ntiles * (k + 1) / s->ngpu;
@@ -277,28 +320,26 @@ static int cuda_send(void *state, int nj, const double *m, const double (*x)[3],
         CHECK(g, cudaStreamSynchronize(g->stream)); /* the staging buffers are free */
         const int npad = (int)(g->ntiles * GPUNB_CUDA_TILE_J);
         const double *o = s->origin, *vo = s->vorigin;
-#pragma omp parallel for if (npad > 8192) schedule(static)
+#pragma omp parallel for if (npad > 16384) schedule(static)
         for (int q = 0; q < npad; q++) {
-            if (q < g->nj) {
+            float4 p = {0, 0, 0, 0}, u = {0, 0, 0, 0}, l = {0, 0, 0, 0};
+            if (q < g->nj) { /* else padding: massless, never a neighbour, adds nothing */
                 const int j = g->j0 + q;
-                const double rx = x[j][0] - o[0], ry = x[j][1] - o[1], rz = x[j][2] - o[2];
-                g->h_jpos[q] = (float4){(float)rx, (float)ry, (float)rz, (float)m[j]};
-                g->h_jlo[q] = (float4){(float)(rx - (float)rx), (float)(ry - (float)ry),
-                                       (float)(rz - (float)rz), 0.0f};
-                g->h_jvel[q] = (float4){(float)(v[j][0] - vo[0]), (float)(v[j][1] - vo[1]),
-                                        (float)(v[j][2] - vo[2]), 0.0f};
-            } else { /* padding: massless, never a neighbour, adds nothing */
-                g->h_jpos[q] = (float4){0, 0, 0, 0};
-                g->h_jvel[q] = (float4){0, 0, 0, 0};
-                g->h_jlo[q] = (float4){0, 0, 0, 0};
+                split(x[j][0] - o[0], &p.x, &l.x);
+                split(x[j][1] - o[1], &p.y, &l.y);
+                split(x[j][2] - o[2], &p.z, &l.z);
+                p.w = (float)m[j];
+                u = (float4){(float)(v[j][0] - vo[0]), (float)(v[j][1] - vo[1]),
+                             (float)(v[j][2] - vo[2]), 0.0f};
             }
+            g->h_jpos[q] = p;
+            g->h_jvel[q] = u;
+            g->h_jlo[q] = l;
         }
-        CHECK(g, cudaMemcpyAsync(g->d_jpos, g->h_jpos, sizeof(float4) * (size_t)npad,
-                                 cudaMemcpyHostToDevice, g->stream));
-        CHECK(g, cudaMemcpyAsync(g->d_jvel, g->h_jvel, sizeof(float4) * (size_t)npad,
-                                 cudaMemcpyHostToDevice, g->stream));
-        CHECK(g, cudaMemcpyAsync(g->d_jlo, g->h_jlo, sizeof(float4) * (size_t)npad,
-                                 cudaMemcpyHostToDevice, g->stream));
+        const size_t bytes = sizeof(float4) * (size_t)npad;
+        CHECK(g, cudaMemcpyAsync(g->d_jpos, g->h_jpos, bytes, cudaMemcpyHostToDevice, g->stream));
+        CHECK(g, cudaMemcpyAsync(g->d_jvel, g->h_jvel, bytes, cudaMemcpyHostToDevice, g->stream));
+        CHECK(g, cudaMemcpyAsync(g->d_jlo, g->h_jlo, bytes, cudaMemcpyHostToDevice, g->stream));
     }
     s->nj = nj;
     return GPUNB_OK;
@@ -315,23 +356,25 @@ static int cap_of(const cuda_gpu *g, int limit)
  * (once per run in NBODY6, whose lmax is fixed). */
 static int ensure_lists(cuda_gpu *g, long ints)
 {
+    const size_t out_bytes = RESULTS_BYTES + sizeof(int) * (size_t)ints;
     if (ints <= g->list_ints)
         return GPUNB_OK;
     CHECK(g, cudaSetDevice(g->device));
     CHECK(g, cudaStreamSynchronize(g->stream));
     cudaFree(g->d_nblist);
-    cudaFree(g->d_compact);
-    cudaFreeHost(g->h_compact);
-    g->d_nblist = g->d_compact = g->h_compact = NULL;
+    cudaFree(g->d_out);
+    cudaFreeHost(g->h_out);
+    g->d_nblist = NULL;
+    g->d_out = g->h_out = NULL;
     g->list_ints = 0;
     CHECK(g, cudaMalloc((void **)&g->d_nblist, sizeof(int) * (size_t)ints));
-    CHECK(g, cudaMalloc((void **)&g->d_compact, sizeof(int) * (size_t)ints));
-    CHECK(g, cudaHostAlloc((void **)&g->h_compact, sizeof(int) * (size_t)ints, cudaHostAllocPortable));
+    CHECK(g, cudaMalloc((void **)&g->d_out, out_bytes));
+    CHECK(g, cudaHostAlloc((void **)&g->h_out, out_bytes, cudaHostAllocPortable));
     g->list_ints = ints;
     return GPUNB_OK;
 }
 
-/* Enqueue one chunk on GPU g: upload i, force, reduce, gather, downloads. */
+/* Enqueue one chunk on GPU g: upload i, force, reduce, gather, download. */
 static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise)
 {
     const int ni_tiles = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I;
@@ -347,34 +390,29 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     CHECK(g, cudaSetDevice(g->device));
     if (s->dirty)
         CHECK(g, cudaMemsetAsync(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK, g->stream));
-    CHECK(g, cudaMemcpyAsync(g->d_ipos, s->h_ipos, sizeof(float4) * (size_t)ni_pad,
+    CHECK(g, cudaMemcpyAsync(g->d_ibuf, s->h_ibuf, sizeof(float4) * (size_t)ni_pad * (precise ? 3 : 2),
                              cudaMemcpyHostToDevice, g->stream));
-    CHECK(g, cudaMemcpyAsync(g->d_ivel, s->h_ivel, sizeof(float4) * (size_t)ni_pad,
-                             cudaMemcpyHostToDevice, g->stream));
-    if (precise)
-        CHECK(g, cudaMemcpyAsync(g->d_ilo, s->h_ilo, sizeof(float4) * (size_t)ni_pad,
-                                 cudaMemcpyHostToDevice, g->stream));
     gpunb_cuda_force_args a = {
         .precise = precise, .jpos = g->d_jpos, .jvel = g->d_jvel, .jlo = g->d_jlo,
-        .ntiles = g->ntiles, .j0 = g->j0, .ipos = g->d_ipos, .ivel = g->d_ivel, .ilo = g->d_ilo,
-        .ni_tiles = ni_tiles, .nslices = (int)nslices,
+        .ntiles = g->ntiles, .j0 = g->j0, .ipos = g->d_ibuf, .ivel = g->d_ibuf + ni_pad,
+        .ilo = g->d_ibuf + 2 * ni_pad, .ni_tiles = ni_tiles, .nslices = (int)nslices,
         .partial = g->d_partial, .nbcount = g->d_nbcount, .nblist = g->d_nblist, .cap = cap,
         .total = g->d_total,
     };
     CHECK(g, cudaEventRecord(g->ev_force0, g->stream));
     CHECK(g, gpunb_cuda_launch_force(&a, g->stream));
     CHECK(g, cudaEventRecord(g->ev_force1, g->stream));
-    CHECK(g, gpunb_cuda_launch_reduce(g->d_partial, (int)nslices, ni, ni_pad, g->d_result, g->stream));
+    CHECK(g, gpunb_cuda_launch_reduce(g->d_partial, (int)nslices, ni, ni_pad, results_of(g->d_out),
+                                      g->stream));
     CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit, g->d_total,
-                                      g->d_compact, g->d_result, g->stream));
-    CHECK(g, cudaMemcpyAsync(g->h_result, g->d_result, sizeof(gpunb_cuda_result) * (size_t)ni,
-                             cudaMemcpyDeviceToHost, g->stream));
+                                      compact_of(g->d_out, ni), results_of(g->d_out), g->stream));
     /* The lists' total length is known only afterwards: fetch what the last
      * call suggests, and the rest (rarely) after the synchronisation. */
     guess = (long)(1.5 * g->lists_per_i * ni) + 256;
     if (guess > (long)ni * cap)
         guess = (long)ni * cap;
-    CHECK(g, cudaMemcpyAsync(g->h_compact, g->d_compact, sizeof(int) * (size_t)guess,
+    CHECK(g, cudaMemcpyAsync(g->h_out, g->d_out,
+                             sizeof(gpunb_cuda_result) * (size_t)ni + sizeof(int) * (size_t)guess,
                              cudaMemcpyDeviceToHost, g->stream));
     g->downloaded = guess;
     return GPUNB_OK;
@@ -383,24 +421,26 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
 /* Wait for GPU g; fetch the rest of the lists if the guess was short. */
 static int finish_gpu(cuda_gpu *g, int ni, double *t_force)
 {
+    const gpunb_cuda_result *r = results_of(g->h_out);
     float ms = 0.0f;
     long total = 0;
 
     CHECK(g, cudaSetDevice(g->device));
     CHECK(g, cudaStreamSynchronize(g->stream));
     CHECK(g, cudaEventElapsedTime(&ms, g->ev_force0, g->ev_force1));
-    if (1e-3 * ms > *t_force)
-        *t_force = 1e-3 * ms;
+    *t_force += 1e-3 * ms;
     for (int i = 0; i < ni; i++)
-        if (g->h_result[i].count > 0)
-            total += g->h_result[i].count;
+        if (r[i].count > 0)
+            total += r[i].count;
     if (total > g->downloaded)
-        CHECK(g, cudaMemcpy(g->h_compact + g->downloaded, g->d_compact + g->downloaded,
+        CHECK(g, cudaMemcpy(compact_of(g->h_out, ni) + g->downloaded,
+                            compact_of(g->d_out, ni) + g->downloaded,
                             sizeof(int) * (size_t)(total - g->downloaded), cudaMemcpyDeviceToHost));
     g->lists_per_i = (double)total / ni;
     return GPUNB_OK;
 }
 
+/* One chunk of at most NI_CHUNK i on every GPU that holds j. */
 static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr,
                       const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
                       double (*jrk)[3], double *pot, int lmax, int limit, int *list,
@@ -408,21 +448,23 @@ static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
     const double *o = s->origin, *vo = s->vorigin;
+    float4 *ipos = s->h_ibuf, *ivel = s->h_ibuf + ni_pad, *ilo = s->h_ibuf + 2 * ni_pad;
+    double tf = 0.0;
     int st;
 
     for (int i = 0; i < ni_pad; i++) {
+        float4 p = {0, 0, 0, -1.0f}, u = {0, 0, 0, 0}, l = {0, 0, 0, 0}; /* padding: h2 < 0 */
         if (i < ni) {
-            const double rx = xi[i][0] - o[0], ry = xi[i][1] - o[1], rz = xi[i][2] - o[2];
-            s->h_ipos[i] = (float4){(float)rx, (float)ry, (float)rz, (float)h2[i]};
-            s->h_ilo[i] = (float4){(float)(rx - (float)rx), (float)(ry - (float)ry),
-                                   (float)(rz - (float)rz), 0.0f};
-            s->h_ivel[i] = (float4){(float)(vi[i][0] - vo[0]), (float)(vi[i][1] - vo[1]),
-                                    (float)(vi[i][2] - vo[2]), (float)dtr[i]};
-        } else { /* padding: h2 < 0 never flags a neighbour */
-            s->h_ipos[i] = (float4){0, 0, 0, -1.0f};
-            s->h_ivel[i] = (float4){0, 0, 0, 0};
-            s->h_ilo[i] = (float4){0, 0, 0, 0};
+            split(xi[i][0] - o[0], &p.x, &l.x);
+            split(xi[i][1] - o[1], &p.y, &l.y);
+            split(xi[i][2] - o[2], &p.z, &l.z);
+            p.w = (float)h2[i];
+            u = (float4){(float)(vi[i][0] - vo[0]), (float)(vi[i][1] - vo[1]),
+                         (float)(vi[i][2] - vo[2]), (float)dtr[i]};
         }
+        ipos[i] = p;
+        ivel[i] = u;
+        ilo[i] = l;
     }
     for (int k = 0; k < s->ngpu; k++) {
         cuda_gpu *g = &s->gpu[k];
@@ -430,9 +472,13 @@ static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr
         if (g->busy && (st = launch_gpu(s, g, ni, limit, precise)) != GPUNB_OK)
             return st;
     }
-    for (int k = 0; k < s->ngpu; k++)
-        if (s->gpu[k].busy && (st = finish_gpu(&s->gpu[k], ni, t_force)) != GPUNB_OK)
+    for (int k = 0; k < s->ngpu; k++) {
+        double t = 0.0; /* GPUs run side by side: the slowest one counts */
+        if (s->gpu[k].busy && (st = finish_gpu(&s->gpu[k], ni, &t)) != GPUNB_OK)
             return st;
+        tf = t > tf ? t : tf;
+    }
+    *t_force += tf;
 
     /* Combine in double; lists of GPU k come before those of GPU k+1. */
     for (int i = 0; i < ni; i++) {
@@ -443,7 +489,7 @@ static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr
             const cuda_gpu *g = &s->gpu[k];
             if (!g->busy)
                 continue;
-            const gpunb_cuda_result *r = &g->h_result[i];
+            const gpunb_cuda_result *r = results_of(g->h_out) + i;
             for (int c = 0; c < 3; c++) {
                 a[c] += r->acc[c];
                 jk[c] += r->jrk[c];
@@ -458,11 +504,11 @@ static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr
             col[0] = (int)count;
             for (int k = 0; k < s->ngpu; k++) {
                 const cuda_gpu *g = &s->gpu[k];
-                if (!g->busy || g->h_result[i].count <= 0)
+                const gpunb_cuda_result *r = results_of(g->h_out) + i;
+                if (!g->busy || r->count <= 0)
                     continue;
-                memcpy(col + 1 + n, g->h_compact + g->h_result[i].off,
-                       sizeof(int) * (size_t)g->h_result[i].count);
-                n += g->h_result[i].count;
+                memcpy(col + 1 + n, compact_of(g->h_out, ni) + r->off, sizeof(int) * (size_t)r->count);
+                n += r->count;
             }
         }
         for (int c = 0; c < 3; c++) {
@@ -475,30 +521,69 @@ static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr
     return GPUNB_OK;
 }
 
-/* Whether the fast kernel's result for some i may be off by more than 1e-6
- * of its force.  A float coordinate at distance R from the origin is off by
- * up to 2^-24 R, so a pair's dx by ~1e-7 (R_i + R_j), and its term
- * m dx / r^3 by ~4e-7 m (2 R_i / r^3 + 1 / r^2); a pair that is no
- * neighbour has r^2 >= m h2, the worst term is that of the lightest j. */
-static int needs_precise(const cuda_state *s, int ni, const double *h2, const double (*xi)[3],
-                         const double (*acc)[3])
+/* Whether the fast kernel's result for i may be off by more than 1e-6 of its
+ * force.  A float coordinate at distance R from the origin is off by up to
+ * 2^-24 R, so a pair's dx by ~1e-7 (R_i + R_j), and its term m dx / r^3 by
+ * ~4e-7 m (2 R_i / r^3 + 1 / r^2); a pair that is no neighbour has
+ * r^2 >= m h2, so the worst term is that of the lightest j. */
+static int short_of_precision(const cuda_state *s, double h2, const double xi[3], const double acc[3])
 {
+    double r2 = 0, a2 = 0;
     if (s->min_mass <= 0.0) /* no mass, no force */
         return 0;
-    for (int i = 0; i < ni; i++) {
-        double r2 = 0, a2 = 0;
-        for (int c = 0; c < 3; c++) {
-            r2 += (xi[i][c] - s->origin[c]) * (xi[i][c] - s->origin[c]);
-            a2 += acc[i][c] * acc[i][c];
-        }
-        if (h2[i] <= 0.0) /* no neighbours: close pairs are in the sums */
-            return 1;
-        double mh2 = s->min_mass * h2[i];
-        double bound = 4e-7 * s->min_mass * (2.0 * sqrt(r2) / (mh2 * sqrt(mh2)) + 1.0 / mh2);
-        if (!(bound <= 1e-6 * sqrt(a2)))
-            return 1;
+    if (h2 <= 0.0) /* no neighbours: close pairs are in the sums */
+        return 1;
+    for (int c = 0; c < 3; c++) {
+        r2 += (xi[c] - s->origin[c]) * (xi[c] - s->origin[c]);
+        a2 += acc[c] * acc[c];
     }
-    return 0;
+    double mh2 = s->min_mass * h2;
+    double bound = 4e-7 * s->min_mass * (2.0 * sqrt(r2) / (mh2 * sqrt(mh2)) + 1.0 / mh2);
+    return !(bound <= 1e-6 * sqrt(a2));
+}
+
+/* Redo, with the PRECISE kernel, the i of a chunk that the fast kernel may
+ * have served short: packed into the state's buffers, then scattered back. */
+static int redo_precise(cuda_state *s, int ni, const double *h2, const double *dtr,
+                        const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
+                        double (*jrk)[3], double *pot, int lmax, int limit, int *list,
+                        double *t_force)
+{
+    int n = 0, st;
+    for (int i = 0; i < ni; i++)
+        if (list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s, h2[i], xi[i], acc[i]))
+            s->redo[n++] = i;
+    if (n == 0)
+        return GPUNB_OK;
+    if ((long)n * lmax > s->r_list_ints) {
+        free(s->r_list);
+        s->r_list_ints = 0;
+        if (!(s->r_list = malloc(sizeof(int) * (size_t)n * (size_t)lmax)))
+            return gpunb_fail(GPUNB_ERESOURCE, "gpunb_regf: out of host memory (%d x lmax = %d)", n, lmax);
+        s->r_list_ints = (long)n * lmax;
+    }
+    for (int q = 0; q < n; q++) {
+        const int i = s->redo[q];
+        s->r_h2[q] = h2[i];
+        s->r_dtr[q] = dtr[i];
+        memcpy(s->r_xi[q], xi[i], sizeof s->r_xi[q]);
+        memcpy(s->r_vi[q], vi[i], sizeof s->r_vi[q]);
+    }
+    st = regf_chunk(s, n, s->r_h2, s->r_dtr, (const double(*)[3])s->r_xi, (const double(*)[3])s->r_vi,
+                    s->r_acc, s->r_jrk, s->r_pot, lmax, limit, s->r_list, 1, t_force);
+    if (st != GPUNB_OK)
+        return st;
+    for (int q = 0; q < n; q++) {
+        const int i = s->redo[q];
+        int *col = list + (size_t)i * (size_t)lmax;
+        const int *src = s->r_list + (size_t)q * (size_t)lmax;
+        memcpy(acc[i], s->r_acc[q], sizeof acc[i]);
+        memcpy(jrk[i], s->r_jrk[q], sizeof jrk[i]);
+        if (pot)
+            pot[i] = s->r_pot[q];
+        memcpy(col, src, sizeof(int) * (size_t)(src[0] >= 0 ? 1 + src[0] : 1));
+    }
+    return GPUNB_OK;
 }
 
 static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
@@ -508,7 +593,7 @@ static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
 {
     cuda_state *s = state;
     const double t0 = nb6_clock();
-    int chunk = GPUNB_CUDA_NI_CHUNK, cap_max = 1, st;
+    int chunk = GPUNB_CUDA_NI_CHUNK, cap_max = 1, st = GPUNB_OK;
 
     for (int k = 0; k < s->ngpu; k++)
         if (s->gpu[k].ntiles > 0 && cap_of(&s->gpu[k], limit) > cap_max)
@@ -521,26 +606,22 @@ static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
             return st;
 
     *t_force = 0.0;
-    for (int i0 = 0; i0 < ni; i0 += chunk) {
+    for (int i0 = 0; i0 < ni && st == GPUNB_OK; i0 += chunk) {
         const int n = ni - i0 < chunk ? ni - i0 : chunk;
-        double tf = 0.0;
+        const int direct = s->precise_mode == PRECISE_ALWAYS ||
+                           (s->precise_mode == PRECISE_AUTO && n <= PRECISE_DIRECT_NI);
+        int *cols = list + (size_t)i0 * (size_t)lmax;
         st = regf_chunk(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, acc + i0, jrk + i0,
-                        pot ? pot + i0 : NULL, lmax, limit, list + (size_t)i0 * (size_t)lmax, 0, &tf);
-        if (st == GPUNB_OK && needs_precise(s, n, h2 + i0, xi + i0, (const double(*)[3])(acc + i0)))
-            st = regf_chunk(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, acc + i0, jrk + i0,
-                            pot ? pot + i0 : NULL, lmax, limit, list + (size_t)i0 * (size_t)lmax, 1,
-                            &tf);
-        if (st != GPUNB_OK) {
-            s->dirty = 1;
-            return st;
-        }
-        s->dirty = 0;
-        *t_force += tf;
+                        pot ? pot + i0 : NULL, lmax, limit, cols, direct, t_force);
+        if (st == GPUNB_OK && !direct && s->precise_mode == PRECISE_AUTO)
+            st = redo_precise(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, acc + i0, jrk + i0,
+                              pot ? pot + i0 : NULL, lmax, limit, cols, t_force);
     }
+    s->dirty = st != GPUNB_OK;
     *t_gather = nb6_clock() - t0 - *t_force;
     if (*t_gather < 0.0)
         *t_gather = 0.0;
-    return GPUNB_OK;
+    return st;
 }
 
 const gpunb_backend_ops gpunb_backend_cuda = {

@@ -3,12 +3,20 @@
 #ifndef GPUNB_CUDA_CONST_H
 #define GPUNB_CUDA_CONST_H
 
-/* i-particles per thread block of the force kernel (one per thread) and
- * j-particles per shared-memory tile.  Equal, so that each thread loads one
- * j of a tile.  The j-set on the device is padded with zero-mass particles to
- * a multiple of the tile, so the inner loop never tests a bound. */
+/* Force kernel: a block holds BLOCK_I i-particles, each served by JWAYS
+ * threads that share the block's j-tile (TILE_J = BLOCK_I * JWAYS j, one
+ * loaded per thread); the JWAYS partial sums of an i are added in the block,
+ * so a slice of the j range per block suffices even where NI is small.  The
+ * j-set on the device is padded with zero-mass particles to a multiple of the
+ * tile, so the inner loop never tests a bound. */
 #define GPUNB_CUDA_BLOCK_I 64
-#define GPUNB_CUDA_TILE_J GPUNB_CUDA_BLOCK_I
+#define GPUNB_CUDA_JWAYS 4
+#define GPUNB_CUDA_FORCE_THREADS (GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_JWAYS)
+#define GPUNB_CUDA_TILE_J GPUNB_CUDA_FORCE_THREADS
+
+/* Neighbours a force thread keeps in shared memory before it appends them
+ * to its i's list in global memory (one atomic per flush). */
+#define GPUNB_CUDA_NB_BUFFER 16
 
 /* Partial sums a force block writes per i: acc x,y,z, jerk x,y,z, potential. */
 #define GPUNB_CUDA_NPARTIAL 7
@@ -17,9 +25,9 @@
  * buffers for the neighbour lists scale with it (chunk * limit ints). */
 #define GPUNB_CUDA_NI_CHUNK 4096
 
-/* Reduction kernel: 32 i per block (one per lane), this many warps share the
- * slices of those i. */
-#define GPUNB_CUDA_REDUCE_WARPS 16
+/* Reduction kernel: a block sums one component for 32 i (one per lane);
+ * this many warps share the slices of those i. */
+#define GPUNB_CUDA_REDUCE_WARPS 32
 
 /* List-gathering kernel: threads per i, and the longest list it sorts in
  * shared memory (longer ones are ranked straight from global memory). */

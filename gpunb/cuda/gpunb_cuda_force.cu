@@ -1,18 +1,19 @@
 /* gpunb_cuda_force.cu -- the regular-force kernel: force, jerk, potential and
- * neighbour flags of NI i-particles (one per thread) against one slice of the
- * j-set (one slice per block column), so that even 32-64 i fill every SM.
+ * neighbour flags of BLOCK_I i-particles against one slice of the j-set per
+ * block (the slices of one i-tile spread over the grid's x dimension), so
+ * that even 32-64 i fill every SM; inside a block JWAYS threads share each i
+ * and split the tile's j.
  *
  * Precision: positions are float relative to an origin chosen at send (the
  * j-set's centre of mass), so particles far from the coordinate origin keep
  * their digits; pair arithmetic in single precision, rsqrt on the special
- * function unit; each tile's 64 terms are summed in float and the tile sums
- * in double (long slices lose nothing to the running sum).  The PRECISE
- * variant also carries each coordinate's float remainder (x = hi + lo) and
- * forms dx = (hi_j - hi_i) + (lo_j - lo_i): close pairs that are no
- * neighbours (tiny h2) keep their relative accuracy, at 4 more instructions
- * per interaction; the host runs it only where the fast one may be short. */
+ * function unit; each tile's terms are summed in float and the tile sums in
+ * double (long slices lose nothing to the running sum).  The PRECISE variant
+ * also carries each coordinate's float remainder (x = hi + lo) and forms
+ * dx = (hi_j - hi_i) + (lo_j - lo_i): close pairs that are no neighbours
+ * (tiny h2) keep their relative accuracy, at 4 more instructions per
+ * interaction; the host runs it only where the fast one may be short. */
 #include "gpunb_cuda_kernels.h"
-
 
 /* rsqrt.approx.ftz: one MUFU.RSQ, without the denormal fix-up code that
  * rsqrtf() gets when nvcc runs without -ftz=true. */
@@ -23,42 +24,41 @@ static __device__ __forceinline__ float rsqrt_ftz(float x)
     return y;
 }
 
-/* Store the neighbours flagged in `bits` (bit k = j index jbase + k) in i's
- * unordered partial list; the count grows even past cap so that overflow
- * reports the true count.  Rare: only words with a neighbour get here. */
-static __device__ __noinline__ void record_neighbours(unsigned bits, int jbase, int *count,
-                                                      int *list, int cap)
+/* Append a thread's buffered neighbours (column `lane` of buf) to its i's
+ * unordered list in global memory; the count grows even past cap, so that
+ * an overflow reports the true count. */
+static __device__ __noinline__ void flush_neighbours(int (*buf)[GPUNB_CUDA_FORCE_THREADS], int lane,
+                                                     int n, int *count, int *list, int cap)
 {
-    int pos = atomicAdd(count, __popc(bits));
-    while (bits) {
-        int k = __ffs(bits) - 1;
-        bits &= bits - 1;
-        if (pos < cap)
-            list[pos] = jbase + k;
-        pos++;
-    }
+    int pos = atomicAdd(count, n);
+    for (int e = 0; e < n && pos + e < cap; e++)
+        list[pos + e] = buf[e][lane];
 }
 
 template <bool PRECISE>
-static __global__ void __launch_bounds__(GPUNB_CUDA_BLOCK_I, 16)
+static __global__ void __launch_bounds__(GPUNB_CUDA_FORCE_THREADS, 4)
 gpunb_force_kernel(const gpunb_cuda_force_args a)
 {
     __shared__ float4 sp[GPUNB_CUDA_TILE_J], sv[GPUNB_CUDA_TILE_J];
     __shared__ float4 sl[PRECISE ? GPUNB_CUDA_TILE_J : 1];
+    __shared__ int nbbuf[GPUNB_CUDA_NB_BUFFER][GPUNB_CUDA_FORCE_THREADS];
+    __shared__ double red[GPUNB_CUDA_JWAYS - 1][GPUNB_CUDA_NPARTIAL][GPUNB_CUDA_BLOCK_I];
     const int tid = threadIdx.x;
-    const int i = blockIdx.y * GPUNB_CUDA_BLOCK_I + tid;
+    const int ti = tid % GPUNB_CUDA_BLOCK_I, way = tid / GPUNB_CUDA_BLOCK_I;
+    const int i = blockIdx.y * GPUNB_CUDA_BLOCK_I + ti;
     const int ni_pad = gridDim.y * GPUNB_CUDA_BLOCK_I;
     const int slice = blockIdx.x;
     const long long t_begin = a.ntiles * slice / a.nslices;
     const long long t_end = a.ntiles * (slice + 1) / a.nslices;
 
     if (slice == 0 && blockIdx.y == 0 && tid == 0)
-        *a.total = 0;
+        *a.total = 0; /* the gathering kernel's allocator, for this call */
 
     const float4 pi = a.ipos[i], vi = a.ivel[i];
     const float4 li = PRECISE ? a.ilo[i] : make_float4(0, 0, 0, 0);
     const float h2 = pi.w, dt = vi.w;
     double sum[GPUNB_CUDA_NPARTIAL] = {0, 0, 0, 0, 0, 0, 0};
+    int nbuf = 0;
     int *const my_count = a.nbcount + i;
     int *const my_list = a.nblist + (size_t)i * a.cap;
 
@@ -70,19 +70,21 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
             sl[tid] = a.jlo[jt + tid];
         __syncthreads();
         float ax = 0, ay = 0, az = 0, jx = 0, jy = 0, jz = 0, pot = 0;
+        const int j_first = way * GPUNB_CUDA_BLOCK_I; /* this thread's part of the tile */
 #pragma unroll
-        for (int w = 0; w < GPUNB_CUDA_TILE_J / 32; w++) {
+        for (int w = 0; w < GPUNB_CUDA_BLOCK_I / 32; w++) {
             unsigned bits = 0;
 #pragma unroll
             for (int k = 0; k < 32; k++) {
-                /* 2 LDS, 6 FADD, 3+3 (r2) +3 (rp) +3 (rp2), criterion 3,
-                 * MUFU + select, 3 FMUL, 1 FADD (pot), 3 FFMA (acc),
-                 * 3 (rv) + 2 + 6 (jerk): about 42 instructions and the
-                 * 60 flops of the convention per interaction. */
-                const float4 pj = sp[w * 32 + k], vj = sv[w * 32 + k];
+                /* 2 LDS, 6 FADD, 3 (r2) + 3 (rp) + 3 (rp2), criterion 4,
+                 * MUFU + select, 4 FMUL, 1 FADD (pot), 3 FFMA (acc),
+                 * 3 (rv) + 2 + 6 (jerk), 1 (flag): about 42 instructions
+                 * and the 60 flops of the convention per interaction. */
+                const int q = j_first + w * 32 + k;
+                const float4 pj = sp[q], vj = sv[q];
                 float dx = pj.x - pi.x, dy = pj.y - pi.y, dz = pj.z - pi.z;
                 if (PRECISE) {
-                    const float4 lj = sl[w * 32 + k];
+                    const float4 lj = sl[q];
                     dx += lj.x - li.x;
                     dy += lj.y - li.y;
                     dz += lj.z - li.z;
@@ -111,8 +113,17 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
                 jz += mr3 * (dvz + alpha * dz);
                 bits |= nb ? (1u << k) : 0u;
             }
-            if (bits)
-                record_neighbours(bits, a.j0 + (int)jt + w * 32, my_count, my_list, a.cap);
+            /* Rare: a word with a neighbour.  Buffer them in shared memory;
+             * global memory only when the buffer is full. */
+            while (bits) {
+                const int k = __ffs(bits) - 1;
+                bits &= bits - 1;
+                if (nbuf == GPUNB_CUDA_NB_BUFFER) {
+                    flush_neighbours(nbbuf, tid, nbuf, my_count, my_list, a.cap);
+                    nbuf = 0;
+                }
+                nbbuf[nbuf++][tid] = a.j0 + (int)jt + j_first + w * 32 + k;
+            }
         }
         sum[0] += ax;
         sum[1] += ay;
@@ -123,26 +134,41 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
         sum[6] += pot;
         __syncthreads();
     }
-    float *out = a.partial + (size_t)slice * GPUNB_CUDA_NPARTIAL * ni_pad + i;
+    if (nbuf)
+        flush_neighbours(nbbuf, tid, nbuf, my_count, my_list, a.cap);
+
+    /* The JWAYS partial sums of each i, added in a fixed order. */
+    if (way > 0)
 #pragma unroll
-    for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++)
-        out[(size_t)c * ni_pad] = (float)sum[c];
+        for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++)
+            red[way - 1][c][ti] = sum[c];
+    __syncthreads();
+    if (way == 0) {
+        float *out = a.partial + (size_t)slice * GPUNB_CUDA_NPARTIAL * ni_pad + i;
+#pragma unroll
+        for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++) {
+            double s = sum[c];
+            for (int w = 0; w < GPUNB_CUDA_JWAYS - 1; w++)
+                s += red[w][c][ti];
+            out[(size_t)c * ni_pad] = (float)s;
+        }
+    }
 }
 
 extern "C" cudaError_t gpunb_cuda_launch_force(const gpunb_cuda_force_args *a, cudaStream_t stream)
 {
     dim3 grid((unsigned)a->nslices, (unsigned)a->ni_tiles);
     if (a->precise)
-        gpunb_force_kernel<true><<<grid, GPUNB_CUDA_BLOCK_I, 0, stream>>>(*a);
+        gpunb_force_kernel<true><<<grid, GPUNB_CUDA_FORCE_THREADS, 0, stream>>>(*a);
     else
-        gpunb_force_kernel<false><<<grid, GPUNB_CUDA_BLOCK_I, 0, stream>>>(*a);
+        gpunb_force_kernel<false><<<grid, GPUNB_CUDA_FORCE_THREADS, 0, stream>>>(*a);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t gpunb_cuda_force_occupancy(int *blocks_per_sm)
 {
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, gpunb_force_kernel<false>,
-                                                         GPUNB_CUDA_BLOCK_I, 0);
+                                                         GPUNB_CUDA_FORCE_THREADS, 0);
 }
 
 extern "C" cudaError_t gpunb_cuda_probe_kernels(void)

@@ -1,42 +1,44 @@
 /* gpunb_cuda_reduce.cu -- the reduction kernel: sums the per-slice partial
  * forces of the force kernel in double, on the GPU, so that only NI final
- * records cross PCIe.  32 i per block (lane = i, coalesced reads), the
- * slices shared among the warps, then a fixed-order sum over the warps:
- * the result does not depend on scheduling. */
+ * records cross PCIe.  One block per (32 i, component): lane = i (coalesced
+ * reads), the slices shared among the warps (four loads in flight per warp),
+ * then a fixed-order sum over the warps: the result does not depend on
+ * scheduling, and even NI = 32 spreads the work over 7 SMs. */
 #include "gpunb_cuda_kernels.h"
-
 
 static __global__ void __launch_bounds__(32 * GPUNB_CUDA_REDUCE_WARPS)
 gpunb_reduce_kernel(const float *__restrict__ partial, int nslices, int ni, int ni_pad,
                     gpunb_cuda_result *__restrict__ result)
 {
-    __shared__ double part[GPUNB_CUDA_REDUCE_WARPS][GPUNB_CUDA_NPARTIAL][32];
-    const int lane = threadIdx.x, warp = threadIdx.y;
+    __shared__ double part[GPUNB_CUDA_REDUCE_WARPS][32];
+    const int lane = threadIdx.x, warp = threadIdx.y, comp = blockIdx.y;
     const int i = blockIdx.x * 32 + lane;
-    double sum[GPUNB_CUDA_NPARTIAL] = {0, 0, 0, 0, 0, 0, 0};
+    const size_t stride = (size_t)GPUNB_CUDA_NPARTIAL * ni_pad;
+    const float *p = partial + (size_t)comp * ni_pad + i;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int s = warp;
 
     if (i < ni_pad) {
-        for (int s = warp; s < nslices; s += GPUNB_CUDA_REDUCE_WARPS) {
-            const float *p = partial + (size_t)s * GPUNB_CUDA_NPARTIAL * ni_pad + i;
-#pragma unroll
-            for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++)
-                sum[c] += p[(size_t)c * ni_pad];
+        for (; s + 3 * GPUNB_CUDA_REDUCE_WARPS < nslices; s += 4 * GPUNB_CUDA_REDUCE_WARPS) {
+            s0 += p[(size_t)s * stride];
+            s1 += p[(size_t)(s + GPUNB_CUDA_REDUCE_WARPS) * stride];
+            s2 += p[(size_t)(s + 2 * GPUNB_CUDA_REDUCE_WARPS) * stride];
+            s3 += p[(size_t)(s + 3 * GPUNB_CUDA_REDUCE_WARPS) * stride];
         }
+        for (; s < nslices; s += GPUNB_CUDA_REDUCE_WARPS)
+            s0 += p[(size_t)s * stride];
     }
-#pragma unroll
-    for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++)
-        part[warp][c][lane] = sum[c];
+    part[warp][lane] = (s0 + s1) + (s2 + s3);
     __syncthreads();
-    /* Warp c < NPARTIAL adds component c over the warps in a fixed order. */
-    if (warp < GPUNB_CUDA_NPARTIAL && i < ni) {
+    if (warp == 0 && i < ni) {
         double total = 0.0;
         for (int w = 0; w < GPUNB_CUDA_REDUCE_WARPS; w++)
-            total += part[w][warp][lane];
+            total += part[w][lane];
         gpunb_cuda_result *r = result + i;
-        if (warp < 3)
-            r->acc[warp] = total;
-        else if (warp < 6)
-            r->jrk[warp - 3] = total;
+        if (comp < 3)
+            r->acc[comp] = total;
+        else if (comp < 6)
+            r->jrk[comp - 3] = total;
         else
             r->pot = total;
     }
@@ -46,7 +48,7 @@ extern "C" cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nslice
                                                 int ni_pad, gpunb_cuda_result *result,
                                                 cudaStream_t stream)
 {
-    dim3 block(32, GPUNB_CUDA_REDUCE_WARPS);
-    gpunb_reduce_kernel<<<(ni + 31) / 32, block, 0, stream>>>(partial, nslices, ni, ni_pad, result);
+    dim3 grid((unsigned)(ni + 31) / 32, GPUNB_CUDA_NPARTIAL), block(32, GPUNB_CUDA_REDUCE_WARPS);
+    gpunb_reduce_kernel<<<grid, block, 0, stream>>>(partial, nslices, ni, ni_pad, result);
     return cudaGetLastError();
 }

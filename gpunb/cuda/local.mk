@@ -11,4 +11,6 @@ libgpunb_cuda_la_SOURCES = gpunb/cuda/gpunb_cuda.c gpunb/cuda/gpunb_cuda_devices
 libgpunb_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 # nvcc's host code for a launch uses the C++ runtime (guarded statics).
 libgpunb_la_LIBADD += libgpunb_cuda.la $(CUDA_LIBS) -lstdc++
+# ... and where only the static libstdc++ is found, its symbols stay hidden.
+libgpunb_la_LDFLAGS += -Wl,--exclude-libs,libstdc++.a
 endif

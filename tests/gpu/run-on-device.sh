@@ -7,6 +7,9 @@
 # the benchmark, and a short table at the end.
 # Usage, from the repository root on the GPU machine:
 #   bash tests/gpu/run-on-device.sh            (logs go to $OUT or /tmp/gpunb-out)
+# With the device tool: run ./bootstrap here, then run the command
+#   source .devtools/device-fortran.sh setup .devtools; bash tests/gpu/run-on-device.sh
+# carrying .devtools configure Makefile.in aclocal.m4 config.h.in build-aux m4.
 set -u
 SRC=$(pwd)
 OUT=${OUT:-/tmp/gpunb-out}
@@ -20,7 +23,11 @@ note "device: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.
 note "nvcc: $(nvcc --version | tail -1)"
 
 t0=$(date +%s)
-{ ./bootstrap && cd "$B" && "$SRC/configure" --with-cuda NVCCFLAGS="-O3 -Xptxas -v" &&
+# The GPU machine has autoconf/automake but no libtool: there the generated
+# build system is carried from a checkout that ran ./bootstrap (carry
+# configure, Makefile.in, aclocal.m4, config.h.in, build-aux, m4).
+if command -v libtoolize >/dev/null 2>&1 || [ ! -x configure ]; then boot=./bootstrap; else boot=true; fi
+{ $boot && cd "$B" && "$SRC/configure" --with-cuda NVCCFLAGS="-O3 -Xptxas -v" &&
   make -j16 && make -j16 check TESTS= ; } >"$OUT/build.log" 2>&1
 build=$?
 cd "$B" || exit 1
@@ -50,9 +57,25 @@ for tool in memcheck racecheck; do
 done
 
 sass=$(PATH=$PATH:/usr/local/cuda/bin bash "$SRC/tests/gpu/sass_per_interaction.sh" .libs/libgpunb.so)
-note "SASS per interaction (main loop / 64, loop instructions, kernel total): $sass"
+note "SASS per interaction of the fast kernel (main loop less nested loops / 64; loop, nested, kernel total): $sass"
 t0=$(date +%s)
-timeout 300 ./tests/gpu/bench_gpunb --sass "${sass%% *}" --ni "64 1024" --nj "16384 131072 1048576" \
-  >"$OUT/bench.log" 2>&1
+{ for mode in auto never always; do
+    echo "== NB6ACCEL_CUDA_PRECISE=$mode (auto: two-float kernel directly for NI <= 256, else fast kernel + redo where needed)"
+    NB6ACCEL_CUDA_PRECISE=$mode timeout 200 ./tests/gpu/bench_gpunb --sass "${sass%% *}" --ni "64 1024" \
+      --nj "16384 131072 1048576" --seconds 0.3
+  done; } >"$OUT/bench.log" 2>&1
 note "benchmark: rc=$? in $(( $(date +%s) - t0 )) s"
 cat "$OUT/bench.log" | tee -a "$S"
+
+# Kernel durations and issue activity from Nsight Compute (clocks as found).
+t0=$(date +%s)
+for run in "auto 64" "never 64" "auto 1024" "never 1024"; do
+  set -- $run
+  echo "== NB6ACCEL_CUDA_PRECISE=$1 NI=$2 NJ=131072"
+  NB6ACCEL_CUDA_PRECISE=$1 timeout 120 ./libtool --mode=execute ncu --clock-control none --csv \
+    --kernel-name regex:gpunb_ --launch-skip 9 --launch-count 3 \
+    --metrics gpu__time_duration.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,sm__cycles_elapsed.avg.per_second \
+    ./tests/gpu/bench_gpunb --ni "$2" --nj 131072 --seconds 0
+done >"$OUT/ncu.log" 2>&1
+note "ncu: rc=$? in $(( $(date +%s) - t0 )) s"
+grep -E "^==|gpunb_" "$OUT/ncu.log" | awk -F'","' '/^==/ {print; next} {sub(/\(.*/, "", $5); print "  " $5 " grid " $9 " " $(NF-2) " = " $NF}' | sed 's/"//g' | head -70 | tee -a "$S"

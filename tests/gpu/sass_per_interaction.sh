@@ -2,10 +2,11 @@
 # sass_per_interaction.sh LIB: SASS instructions per pairwise interaction of
 # GPUNB's force kernel, read with cuobjdump from LIB (libgpunb.so or the
 # kernel's object).  Counts the instructions of the kernel's main loop (the
-# largest backward branch: one shared-memory tile of TILE_J = 64 j per trip,
-# its loads, barriers and tile sums included; the neighbour-recording routine
-# is a separate function, entered only for words that hold a neighbour) and
-# divides by 64.  Prints "<per-interaction> <loop instructions> <kernel total>".
+# largest backward branch: per trip each thread does 64 interactions of the
+# shared-memory tile, its loads, barriers and tile sums included), less the
+# loops nested in it (the neighbour recording, run only for 32-j words that
+# hold a neighbour), and divides by 64.  Prints
+# "<per interaction> <loop instructions> <nested-loop instructions> <kernel total>".
 lib=${1:?usage: sass_per_interaction.sh libgpunb.so}
 tile=${2:-64}
 # (plain awk has no strtonum: hex addresses are converted by hand)
@@ -19,7 +20,12 @@ cuobjdump -sass "$lib" | awk -v tile="$tile" '
     addr = hex(substr($0, RSTART + 2, RLENGTH - 4)); total++
     if (match($0, /BRA 0x[0-9a-f]+/)) {
       target = hex(substr($0, RSTART + 4, RLENGTH - 4))
-      if (target < addr && (addr - target) / 16 + 1 > span) span = (addr - target) / 16 + 1
+      if (target < addr) { n++; lo[n] = target; hi[n] = addr }
     }
   }
-  END { if (span == 0) { print "no loop found"; exit 1 } printf "%.2f %d %d\n", span / tile, span, total }'
+  END {
+    for (k = 1; k <= n; k++) if (hi[k] - lo[k] > hi[m] - lo[m] || m == 0) m = k
+    if (m == 0) { print "no loop found"; exit 1 }
+    span = (hi[m] - lo[m]) / 16 + 1
+    for (k = 1; k <= n; k++) if (k != m && lo[k] > lo[m] && hi[k] < hi[m]) nested += (hi[k] - lo[k]) / 16 + 1
+    printf "%.2f %d %d %d\n", (span - nested) / tile, span, nested, total }'
