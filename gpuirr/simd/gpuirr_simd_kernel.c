@@ -87,9 +87,11 @@ static inline __attribute__((always_inline)) void add_pairs(i_sums *q, const sim
     q->jz = simd_fmadd(mr3, simd_fnmadd(rv, dz, dvz), q->jz);
 }
 
-/* Sum over the list of slot s, SIMD over the members: full vectors load
- * whole records and transpose them; the tail gathers under a mask (lanes
- * past the end read nothing, get mass 0 and add exactly 0). */
+/* Sum over the list of slot s, SIMD over the members, each group of
+ * SIMD_VL loaded as whole records and transposed.  The tail is the same with
+ * the missing lanes pointing at the first member (a record already in
+ * cache) and masked off by giving them mass 0, so they add exactly 0;
+ * gathers would cost more there than a full group. */
 static inline void force_one(const float *restrict rec, const int *restrict col, int s,
                              double acc[3], double jrk[3])
 {
@@ -115,10 +117,11 @@ static inline void force_one(const float *restrict rec, const int *restrict col,
     }
     if (e < len) {
         const int left = len - e;
-        const simd_mask valid = simd_first(left);
-        const simd_idx idx = simd_idx_load16(members + e, left);
-        for (int k = 0; k < 12; k++)
-            f[k] = (k == 7 || k == 11) ? simd_zero() : simd_gather(base + k, idx, valid);
+        int idx[SIMD_VL];
+        for (int l = 0; l < SIMD_VL; l++)
+            idx[l] = members[l < left ? e + l : 0];
+        simd_load_records(base, idx, f);
+        f[GPUIRR_REC_MASS] = simd_keep(f[GPUIRR_REC_MASS], simd_first(left));
         add_pairs(&q, f);
     }
     acc[0] = simd_hsum(q.ax);

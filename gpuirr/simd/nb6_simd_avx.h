@@ -1,6 +1,6 @@
 /* nb6_simd_avx.h -- the vector vocabulary of the SIMD kernels for AVX (Sandy
- * Bridge): 8 float lanes, no FMA (a*b+c in two roundings), no gather (lanes
- * loaded one by one).  Compile with SIMD_AVX_CFLAGS.  Same names as
+ * Bridge): 8 float lanes, no FMA (a*b+c in two roundings), record gather by
+ * loads and transposes.  Compile with SIMD_AVX_CFLAGS.  Same names as
  * nb6_simd_avx512.h. */
 #ifndef NB6_SIMD_ISA_H
 #define NB6_SIMD_ISA_H
@@ -15,7 +15,6 @@
 
 typedef __m256 simd_f;
 typedef __m256 simd_mask;
-typedef struct { int off[SIMD_VL]; int n; } simd_idx;
 
 static inline simd_f simd_set1(float a) { return _mm256_set1_ps(a); }
 static inline simd_f simd_zero(void) { return _mm256_setzero_ps(); }
@@ -46,27 +45,6 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
 {
     __m256 pos = _mm256_cmp_ps(r2, _mm256_setzero_ps(), _CMP_GT_OQ);
     return _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(r2)), pos);
-}
-
-static inline simd_idx simd_idx_load16(const int *p, int n)
-{
-    simd_idx x;
-    x.n = n < SIMD_VL ? n : SIMD_VL;
-    for (int l = 0; l < SIMD_VL; l++)
-        x.off[l] = l < x.n ? p[l] * 16 : 0;
-    return x;
-}
-
-static inline simd_f simd_gather(const float *base, simd_idx idx, simd_mask valid)
-{
-    (void)valid;
-    if (idx.n == SIMD_VL)
-        return _mm256_setr_ps(base[idx.off[0]], base[idx.off[1]], base[idx.off[2]], base[idx.off[3]],
-                              base[idx.off[4]], base[idx.off[5]], base[idx.off[6]], base[idx.off[7]]);
-    float t[SIMD_VL] = {0};
-    for (int l = 0; l < idx.n; l++)
-        t[l] = base[idx.off[l]];
-    return _mm256_loadu_ps(t);
 }
 
 /* Fields 0..11 of the 16-float records at base + 16 idx[l], l = 0..SIMD_VL-1

@@ -1,6 +1,6 @@
 /* nb6_simd_avx2.h -- the vector vocabulary of the SIMD kernels for AVX2 + FMA:
- * 8 float lanes, vector masks, hardware gather.  Compile with SIMD_AVX2_CFLAGS.
- * Same names as nb6_simd_avx512.h. */
+ * 8 float lanes, vector masks, record gather by loads and transposes.
+ * Compile with SIMD_AVX2_CFLAGS.  Same names as nb6_simd_avx512.h. */
 #ifndef NB6_SIMD_ISA_H
 #define NB6_SIMD_ISA_H
 
@@ -14,7 +14,6 @@
 
 typedef __m256 simd_f;
 typedef __m256 simd_mask; /* all-ones lanes */
-typedef __m256i simd_idx;
 
 static inline simd_f simd_set1(float a) { return _mm256_set1_ps(a); }
 static inline simd_f simd_zero(void) { return _mm256_setzero_ps(); }
@@ -46,18 +45,6 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
 {
     __m256 pos = _mm256_cmp_ps(r2, _mm256_setzero_ps(), _CMP_GT_OQ);
     return _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(r2)), pos);
-}
-
-static inline simd_idx simd_idx_load16(const int *p, int n)
-{
-    __m256i v = n >= SIMD_VL ? _mm256_loadu_si256((const __m256i *)p)
-                             : _mm256_maskload_epi32(p, _mm256_castps_si256(simd_first(n)));
-    return _mm256_slli_epi32(v, 4);
-}
-
-static inline simd_f simd_gather(const float *base, simd_idx idx, simd_mask valid)
-{
-    return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, idx, valid, 4);
 }
 
 /* Fields 0..11 of the 16-float records at base + 16 idx[l], l = 0..SIMD_VL-1

@@ -1,7 +1,8 @@
 /* nb6_simd_avx512.h -- the vector vocabulary of the SIMD kernels for
- * AVX-512F: 16 float lanes, opmask registers for list tails, hardware gather,
- * rsqrt14 refined by one Newton step.  Compile with SIMD_AVX512_CFLAGS.
- * Every nb6_simd_<level>.h defines the same names; the kernels use only them. */
+ * AVX-512F: 16 float lanes, opmask registers for masks, a gather of whole
+ * 64-byte records (simd_load_records), rsqrt14 refined by one Newton step.
+ * Compile with SIMD_AVX512_CFLAGS.  Every nb6_simd_<level>.h defines the same
+ * names; the kernels use only them. */
 #ifndef NB6_SIMD_ISA_H
 #define NB6_SIMD_ISA_H
 
@@ -15,7 +16,6 @@
 
 typedef __m512 simd_f;
 typedef __mmask16 simd_mask;
-typedef __m512i simd_idx;
 
 static inline simd_f simd_set1(float a) { return _mm512_set1_ps(a); }
 static inline simd_f simd_zero(void) { return _mm512_setzero_ps(); }
@@ -53,19 +53,6 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
 
 /* Indices p[0..min(n,VL)-1] times 16 (a predicted record is 16 floats);
  * the rest is never read. */
-static inline simd_idx simd_idx_load16(const int *p, int n)
-{
-    __m512i v = n >= SIMD_VL ? _mm512_loadu_si512((const void *)p)
-                             : _mm512_maskz_loadu_epi32(simd_first(n), p);
-    return _mm512_slli_epi32(v, 4);
-}
-
-/* base[idx[l]] in the lanes of `valid`, 0 elsewhere (not read). */
-static inline simd_f simd_gather(const float *base, simd_idx idx, simd_mask valid)
-{
-    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, idx, base, 4);
-}
-
 /* Fields 0..11 of the 16-float records at base + 16 idx[l], l = 0..SIMD_VL-1
  * (16-byte aligned), as vectors: out[f] lane l = base[16 idx[l] + f].  Three
  * aligned 128-bit loads per record and 4x4 transposes: cheaper than ten

@@ -15,7 +15,6 @@
 
 typedef float simd_f;
 typedef int simd_mask;
-typedef struct { int off; int n; } simd_idx;
 
 static inline simd_f simd_set1(float a) { return a; }
 static inline simd_f simd_zero(void) { return 0.0f; }
@@ -32,16 +31,6 @@ static inline simd_f simd_keep(simd_f a, simd_mask m) { return m ? a : 0.0f; }
 static inline unsigned simd_mask_bits(simd_mask m) { return m ? 1u : 0u; }
 static inline simd_mask simd_first(int n) { return n > 0; }
 static inline simd_f simd_rsqrt_nz(simd_f r2) { return r2 > 0.0f ? 1.0f / sqrtf(r2) : 0.0f; }
-static inline simd_idx simd_idx_load16(const int *p, int n)
-{
-    simd_idx x = {n > 0 ? p[0] * 16 : 0, n > 0};
-    return x;
-}
-static inline simd_f simd_gather(const float *base, simd_idx idx, simd_mask valid)
-{
-    (void)valid;
-    return idx.n ? base[idx.off] : 0.0f;
-}
 static inline void simd_load_records(const float *base, const int *idx, simd_f out[12])
 {
     for (int f = 0; f < 12; f++)

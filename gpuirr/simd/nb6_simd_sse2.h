@@ -1,5 +1,6 @@
 /* nb6_simd_sse2.h -- the vector vocabulary of the SIMD kernels for SSE2:
- * 4 float lanes, no FMA, no gather.  Compile with SIMD_SSE2_CFLAGS.  Same
+ * 4 float lanes, no FMA, record gather by loads and
+ * _MM_TRANSPOSE4_PS.  Compile with SIMD_SSE2_CFLAGS.  Same
  * names as nb6_simd_avx512.h. */
 #ifndef NB6_SIMD_ISA_H
 #define NB6_SIMD_ISA_H
@@ -14,7 +15,6 @@
 
 typedef __m128 simd_f;
 typedef __m128 simd_mask;
-typedef struct { int off[SIMD_VL]; int n; } simd_idx;
 
 static inline simd_f simd_set1(float a) { return _mm_set1_ps(a); }
 static inline simd_f simd_zero(void) { return _mm_setzero_ps(); }
@@ -44,26 +44,6 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
 {
     __m128 pos = _mm_cmpgt_ps(r2, _mm_setzero_ps());
     return _mm_and_ps(_mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(r2)), pos);
-}
-
-static inline simd_idx simd_idx_load16(const int *p, int n)
-{
-    simd_idx x;
-    x.n = n < SIMD_VL ? n : SIMD_VL;
-    for (int l = 0; l < SIMD_VL; l++)
-        x.off[l] = l < x.n ? p[l] * 16 : 0;
-    return x;
-}
-
-static inline simd_f simd_gather(const float *base, simd_idx idx, simd_mask valid)
-{
-    (void)valid;
-    if (idx.n == SIMD_VL)
-        return _mm_setr_ps(base[idx.off[0]], base[idx.off[1]], base[idx.off[2]], base[idx.off[3]]);
-    float t[SIMD_VL] = {0};
-    for (int l = 0; l < idx.n; l++)
-        t[l] = base[idx.off[l]];
-    return _mm_loadu_ps(t);
 }
 
 /* Fields 0..11 of the 16-float records at base + 16 idx[l], l = 0..SIMD_VL-1

@@ -7,7 +7,8 @@
  * FIRR_VEC: N = 64k, 256k, 1M particles (-q: 64k only), every i forced, list
  * lengths uniform in 50..130 (mean 90, NBODY6's typical <NB>), members drawn
  * at random from all N (the worst case for the caches).  Every level runs at
- * N = 64k (or -n N); the larger N run the best level only.  Flops are counted in the
+ * N = 64k (or -n N); the larger N, and N = 8k (records in cache: the
+ * arithmetic alone), run the best level only.  Flops are counted in the
  * 60-flop convention of the original NBODY6 libraries.  Each figure is the
  * best of repeated calls over at least 0.3 s (after one warm-up call). */
 #include "simd_testutil.h"
@@ -138,6 +139,7 @@ int main(int argc, char **argv)
         bench_predict(l, threads, nthreads);
     }
     if (!quick) {
+        bench_force(best, 8192, threads, nthreads);
         bench_force(best, 262144, threads, nthreads);
         bench_force(best, 1048576, threads, nthreads);
     }
