@@ -6,13 +6,17 @@
 #   2. build NBODY6 against it with build-nbody6 (NMAX 140000, LMAX 600);
 #   3. time the Plummer test, OMP_NUM_THREADS=16: 64k and 128k on the GPU
 #      back-end, 16k on the CPU back-end;
-# everything it prints and every log goes to $OUT.  Each step gets what is
-# left of a fixed budget (BUDGET_S, default 540 s), so the whole fits in one
-# device call; a run cut short is reported as such.
+# $OUT gets summary.txt (what it printed) and nbody6-logs.tar.gz (every log;
+# the device hands back at most 8 files).  Each step gets what is left of a
+# fixed budget (BUDGET_S, default 540 s), so the whole fits in one device
+# call; a run cut short is reported as such.
 set -u
 root=$PWD
 OUT=${OUT:-/tmp/nbody6-device-out}
 mkdir -p "$OUT"
+logs=$(mktemp -d /tmp/nbody6-device-logs.XXXXXX)
+: > "$OUT/summary.txt"
+trap 'cp "$OUT/summary.txt" "$logs/"; tar -czf "$OUT/nbody6-logs.tar.gz" -C "$logs" .' EXIT
 budget=${BUDGET_S:-540}
 t0=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - t0) )); }
@@ -21,33 +25,33 @@ log() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/summary.txt"; }
 [ -d .nbody6/GPU2 ] || { log "no .nbody6 NBODY6 tree in $root (carry it)"; exit 1; }
 if ! command -v gfortran >/dev/null 2>&1; then
     # shellcheck disable=SC1091
-    source .devtools/device-fortran.sh setup .devtools > "$OUT/devtools.log" 2>&1 ||
+    source .devtools/device-fortran.sh setup .devtools > "$logs/devtools.log" 2>&1 ||
         { log "gfortran setup failed (see devtools.log)"; exit 1; }
 fi
 jobs=$(nproc)
-{ nvidia-smi; lscpu; gfortran --version | head -n 1; nvcc --version | tail -n 2; } > "$OUT/machine.txt" 2>&1
+{ nvidia-smi; lscpu; gfortran --version | head -n 1; nvcc --version | tail -n 2; } > "$logs/machine.txt" 2>&1
 log "machine: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1), $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -n 1)"
-log "nb6accel commit: $(git log -1 --format='%h %s' 2>/dev/null || echo unknown)"
+log "nb6accel commit: ${NB6_COMMIT:-$(git log -1 --format='%h %s' 2>/dev/null || echo unknown)}"
 
 # 1. nb6accel
 b=/tmp/nb6accel-build
 if ! { ./bootstrap && mkdir -p "$b" && cd "$b" && "$root/configure" --with-cuda &&
-       make -j"$jobs"; } > "$OUT/nb6accel-build.log" 2>&1; then
-    cd "$root"; tail -n 40 "$OUT/nb6accel-build.log"; log "nb6accel build FAILED"; exit 1
+       make -j"$jobs"; } > "$logs/nb6accel-build.log" 2>&1; then
+    cd "$root"; tail -n 40 "$logs/nb6accel-build.log"; log "nb6accel build FAILED"; exit 1
 fi
 cd "$root"
-grep -A8 'will build' "$OUT/nb6accel-build.log" | tee -a "$OUT/summary.txt"
+grep -A7 'will build' "$logs/nb6accel-build.log" | tee -a "$OUT/summary.txt"
 log "nb6accel built"
 
 # 2. NBODY6
 nb=/tmp/nbody6-nb6accel
 if ! nbody6_patch/build-nbody6 --nbody6 "$root/.nbody6" --builddir "$b" --out "$nb" -j "$jobs" \
-        --nmax 140000 --lmax 600 > "$OUT/build-nbody6.log" 2>&1; then
-    cat "$OUT/build-nbody6.log"; cp "$nb/build.log" "$OUT/nbody6-build.log" 2>/dev/null
+        --nmax 140000 --lmax 600 > "$logs/build-nbody6.log" 2>&1; then
+    cat "$logs/build-nbody6.log"; cp "$nb/build.log" "$logs/nbody6-build.log" 2>/dev/null
     log "NBODY6 build FAILED"; exit 1
 fi
-cp "$nb/build.log" "$OUT/nbody6-build.log"; cp "$nb/nbody6-edits.diff" "$OUT/"
-log "NBODY6 built ($(tail -n 3 "$OUT/build-nbody6.log" | head -n 1))"
+cp "$nb/build.log" "$logs/nbody6-build.log"; cp "$nb/nbody6-edits.diff" "$logs/"
+log "NBODY6 built ($(tail -n 3 "$logs/build-nbody6.log" | head -n 1))"
 
 # 3. Plummer timings: name N backend cap_s
 export OMP_NUM_THREADS=16
@@ -57,16 +61,33 @@ plummer() {
     if [ "$t" -lt 20 ]; then log "$name: skipped (no time left)"; return; fi
     log "$name: N=$n backend=$backend, limit ${t} s"
     timeout "$t" nbody6_patch/run-plummer --n "$n" --backend "$backend" --threads 16 \
-        --binary "$nb/bin/nbody6" --dir "/tmp/run-$name" > "$OUT/plummer-$name.txt" 2>&1
+        --binary "$nb/bin/nbody6" --dir "/tmp/run-$name" > "$logs/plummer-$name.txt" 2>&1
     rc=$?
     for f in input stdout.log stderr.log adjust-times summary; do
-        [ -f "/tmp/run-$name/$f" ] && cp "/tmp/run-$name/$f" "$OUT/$name.$f"
+        [ -f "/tmp/run-$name/$f" ] && cp "/tmp/run-$name/$f" "$logs/$name.$f"
     done
     [ "$rc" -eq 124 ] && log "$name: TIMED OUT after $t s"
     grep -E 'wall_|de_|detot_4' "/tmp/run-$name/summary" 2>/dev/null | tr '\n' ' ' | sed "s/^/  $name: /" | tee -a "$OUT/summary.txt"
     echo | tee -a "$OUT/summary.txt"
+    sed -n '/NSTEPS/p; /library statistics/,$p' "$logs/plummer-$name.txt" | tail -n 16 | tee -a "$OUT/summary.txt"
 }
-plummer 64k-gpu 65536 cuda 150
-plummer 128k-gpu 131072 cuda 240
-plummer 16k-cpu 16384 cpu 120
+# RUNS: name:N:backend:cap_s ..., in order of importance (the budget may end
+# the list early).
+for r in ${RUNS:-64k-gpu:65536:cuda:150 128k-gpu:131072:cuda:240 16k-cpu:16384:cpu:120}; do
+    IFS=: read -r name n backend cap <<< "$r"
+    plummer "$name" "$n" "$backend" "$cap"
+done
+
+# The same Fortran compiled for this CPU (-march=native instead of NBODY6's
+# core2): does the Fortran side matter at 64k?  Only if time is left.
+if [ -n "${NATIVE_RUN-64k-gpu-native:65536:cuda:120}" ] && [ "$(left)" -gt 120 ]; then
+    if nbody6_patch/build-nbody6 --nbody6 "$root/.nbody6" --builddir "$b" --out "$nb-native" -j "$jobs" \
+            --nmax 140000 --lmax 600 --march native > "$logs/build-nbody6-native.log" 2>&1; then
+        nb=$nb-native
+        IFS=: read -r name n backend cap <<< "${NATIVE_RUN-64k-gpu-native:65536:cuda:120}"
+        plummer "$name" "$n" "$backend" "$cap"
+    else
+        log "native build FAILED (build-nbody6-native.log)"
+    fi
+fi
 log "done"
