@@ -51,10 +51,12 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
  * (16-byte aligned), as vectors: out[f] lane l = base[16 idx[l] + f].  Three
  * aligned 128-bit loads per record and 4x4 transposes: cheaper than ten
  * gathers, which fetch the same cache line ten times. */
-static inline void simd_load_records(const float *base, const int *idx, simd_f out[12])
+static inline __attribute__((always_inline)) void simd_load_records(const float *base, const int *idx, simd_f out[12])
 {
+#pragma GCC unroll 3
     for (int c = 0; c < 3; c++) {
         __m256 r[4];
+#pragma GCC unroll 4
         for (int g = 0; g < 4; g++)
             r[g] = _mm256_insertf128_ps(
                 _mm256_castps128_ps256(_mm_load_ps(base + 16 * (ptrdiff_t)idx[g] + 4 * c)),

@@ -31,7 +31,7 @@ static inline simd_f simd_keep(simd_f a, simd_mask m) { return m ? a : 0.0f; }
 static inline unsigned simd_mask_bits(simd_mask m) { return m ? 1u : 0u; }
 static inline simd_mask simd_first(int n) { return n > 0; }
 static inline simd_f simd_rsqrt_nz(simd_f r2) { return r2 > 0.0f ? 1.0f / sqrtf(r2) : 0.0f; }
-static inline void simd_load_records(const float *base, const int *idx, simd_f out[12])
+static inline __attribute__((always_inline)) void simd_load_records(const float *base, const int *idx, simd_f out[12])
 {
     for (int f = 0; f < 12; f++)
         out[f] = base[16 * (ptrdiff_t)idx[0] + f];

@@ -50,8 +50,9 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
  * (16-byte aligned), as vectors: out[f] lane l = base[16 idx[l] + f].  Three
  * aligned 128-bit loads per record and 4x4 transposes: cheaper than ten
  * gathers, which fetch the same cache line ten times. */
-static inline void simd_load_records(const float *base, const int *idx, simd_f out[12])
+static inline __attribute__((always_inline)) void simd_load_records(const float *base, const int *idx, simd_f out[12])
 {
+#pragma GCC unroll 3
     for (int c = 0; c < 3; c++) {
         __m128 r0 = _mm_load_ps(base + 16 * (ptrdiff_t)idx[0] + 4 * c);
         __m128 r1 = _mm_load_ps(base + 16 * (ptrdiff_t)idx[1] + 4 * c);
