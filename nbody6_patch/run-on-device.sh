@@ -2,7 +2,11 @@
 # run-on-device.sh: on the GPU machine, from the repository root of a copy
 # that carries .nbody6 (an NBODY6 tree) and .devtools (gfortran, see
 # .devtools/device-fortran.sh), in one go:
-#   1. build nb6accel with CUDA (./bootstrap, configure, make) in /tmp;
+#   1. build nb6accel with CUDA (configure, make) in /tmp; that machine has
+#      no libtool, so run ./bootstrap here and carry the generated build
+#      system too: carry [".devtools", ".nbody6", "configure", "Makefile.in",
+#      "aclocal.m4", "config.h.in", "build-aux", "m4"] (./bootstrap runs
+#      there only where libtoolize exists or configure is missing);
 #   2. build NBODY6 against it with build-nbody6 (NMAX 140000, LMAX 600);
 #   3. time the Plummer test, OMP_NUM_THREADS=16: 64k and 128k on the GPU
 #      back-end, 16k on the CPU back-end;
@@ -35,7 +39,14 @@ log "nb6accel commit: ${NB6_COMMIT:-$(git log -1 --format='%h %s' 2>/dev/null ||
 
 # 1. nb6accel
 b=/tmp/nb6accel-build
-if ! { ./bootstrap && mkdir -p "$b" && cd "$b" && "$root/configure" --with-cuda &&
+if command -v libtoolize >/dev/null 2>&1 || [ ! -x configure ]; then
+    boot=./bootstrap
+else  # carried generated files: keep make from re-running the autotools
+    boot=:
+    touch aclocal.m4; sleep 1; touch configure Makefile.in; sleep 1; touch config.h.in
+fi
+if ! { $boot && mkdir -p "$b" && cd "$b" &&
+       "$root/configure" --with-cuda --with-cuda-arch=90 CFLAGS="-O3 -march=native" &&
        make -j"$jobs"; } > "$logs/nb6accel-build.log" 2>&1; then
     cd "$root"; tail -n 40 "$logs/nb6accel-build.log"; log "nb6accel build FAILED"; exit 1
 fi
