@@ -109,6 +109,17 @@ static void make_problem(problem *p)
     free(idx);
 }
 
+static void free_problem(problem *p)
+{
+    free(p->x0);
+    free(p->v0);
+    free(p->f2);
+    free(p->fd6);
+    free(p->m);
+    free(p->t0);
+    free(p->list);
+}
+
 static void predict_ref(const problem *p, int s, double t, double x[3], double v[3])
 {
     double dt = t - p->t0[s];
@@ -311,5 +322,6 @@ int main(void)
         gpuirr_close(g);
     }
     printf("%s: %d runs, %d failed\n", fails ? "FAIL" : "PASS", ran, fails);
+    free_problem(&p);
     return fails ? 1 : 0;
 }

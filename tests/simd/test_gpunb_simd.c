@@ -79,6 +79,15 @@ static void make_problem(problem *p)
     }
 }
 
+static void free_problem(problem *p)
+{
+    free(p->m);
+    free(p->x);
+    free(p->v);
+    free(p->h2);
+    free(p->dtr);
+}
+
 /* Double-precision criterion: returns min(r2, rp2) - m_j h2 relative to m_j h2. */
 static double criterion(const problem *p, int i, int j, double *r2out)
 {
@@ -311,5 +320,6 @@ int main(void)
         fails += check_potential(&p, l);
     }
     printf("%s: %d runs, %d failed\n", fails ? "FAIL" : "PASS", ran, fails);
+    free_problem(&p);
     return fails ? 1 : 0;
 }
