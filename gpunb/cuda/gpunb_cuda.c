@@ -48,8 +48,9 @@ typedef struct cuda_gpu {
     char name[256];
     int sms;          /* multiprocessors                                  */
     int force_blocks; /* force blocks resident at once on the whole GPU   */
-    cudaStream_t stream;
-    cudaEvent_t ev_force0, ev_force1;
+    cudaStream_t stream, side;     /* side: the gathering kernel, beside the reduction */
+    cudaEvent_t ev_force0, ev_force1; /* timing of the force kernel */
+    cudaEvent_t ev_fork, ev_join;     /* side waits for the force, stream for side */
     /* this GPU's part of the current j-set: j0 .. j0 + nj - 1 */
     int j0, nj;
     long long ntiles;
@@ -74,6 +75,7 @@ typedef struct cuda_state {
     int nj;
     int dirty; /* a call failed half-way: the counters need a reset */
     enum precise_mode precise_mode;
+    int min_blocks; /* which compiled force variant (GPUNB_CUDA_FORCE_MIN_BLOCKS[_ALT]) */
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
     float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
@@ -137,8 +139,14 @@ static void free_gpu(cuda_gpu *g)
         cudaEventDestroy(g->ev_force0);
     if (g->ev_force1)
         cudaEventDestroy(g->ev_force1);
+    if (g->ev_fork)
+        cudaEventDestroy(g->ev_fork);
+    if (g->ev_join)
+        cudaEventDestroy(g->ev_join);
     if (g->stream)
         cudaStreamDestroy(g->stream);
+    if (g->side)
+        cudaStreamDestroy(g->side);
 }
 
 static void cuda_close(void *state)
@@ -168,7 +176,7 @@ static int host_alloc(cuda_gpu *g, void **p, size_t bytes)
     return GPUNB_OK;
 }
 
-static int open_gpu(cuda_gpu *g, int capacity_pad)
+static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks)
 {
     struct cudaDeviceProp prop;
     int per_sm = 0, st;
@@ -179,16 +187,19 @@ static int open_gpu(cuda_gpu *g, int capacity_pad)
     CHECK(g, cudaGetDeviceProperties(&prop, g->device));
     snprintf(g->name, sizeof g->name, "%s", prop.name);
     g->sms = prop.multiProcessorCount;
-    CHECK(g, gpunb_cuda_force_occupancy(&per_sm));
+    CHECK(g, gpunb_cuda_force_occupancy(min_blocks, &per_sm));
     g->force_blocks = g->sms * (per_sm > 0 ? per_sm : 1);
     CHECK(g, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+    CHECK(g, cudaStreamCreateWithFlags(&g->side, cudaStreamNonBlocking));
     CHECK(g, cudaEventCreate(&g->ev_force0));
     CHECK(g, cudaEventCreate(&g->ev_force1));
+    CHECK(g, cudaEventCreateWithFlags(&g->ev_fork, cudaEventDisableTiming));
+    CHECK(g, cudaEventCreateWithFlags(&g->ev_join, cudaEventDisableTiming));
     CHECK(g, cudaMalloc((void **)&g->d_jpos, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_jvel, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_jlo, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_ibuf, 3 * sizeof(float4) * GPUNB_CUDA_NI_CHUNK));
-    /* nslices * ni_tiles <= force_blocks + ni_tiles (see launch_gpu) */
+    /* nslices * ni_tiles <= max(force_blocks, ni_tiles) (see launch_gpu) */
     partial_floats = (size_t)(g->force_blocks + GPUNB_CUDA_NI_CHUNK / GPUNB_CUDA_BLOCK_I) *
                      GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_NPARTIAL;
     CHECK(g, cudaMalloc((void **)&g->d_partial, sizeof(float) * partial_floats));
@@ -208,6 +219,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     char why[NB6_ERRMSG_LEN];
     int *ids, n = gpunb_cuda_devices_select(&ids, why), st;
     const char *mode = nb6_getenv("NB6ACCEL_CUDA_PRECISE");
+    const char *blocks = nb6_getenv("NB6ACCEL_CUDA_FORCE_BLOCKS");
     const size_t chunk = GPUNB_CUDA_NI_CHUNK;
     cuda_state *s;
     size_t len;
@@ -219,6 +231,12 @@ static int cuda_open(void **state, int capacity, char *desc)
         return gpunb_fail(GPUNB_EUSAGE,
                           "gpunb_open: NB6ACCEL_CUDA_PRECISE=\"%s\" is not one of auto, always, never",
                           mode);
+    }
+    if (blocks && atoi(blocks) != GPUNB_CUDA_FORCE_MIN_BLOCKS &&
+        atoi(blocks) != GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT) {
+        free(ids);
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: NB6ACCEL_CUDA_FORCE_BLOCKS=\"%s\" is not %d or %d",
+                          blocks, GPUNB_CUDA_FORCE_MIN_BLOCKS, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT);
     }
     s = calloc(1, sizeof *s);
     if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu)) ||
@@ -234,13 +252,14 @@ static int cuda_open(void **state, int capacity, char *desc)
     s->precise_mode = !mode || !strcmp(mode, "auto") ? PRECISE_AUTO
                       : !strcmp(mode, "always")      ? PRECISE_ALWAYS
                                                      : PRECISE_NEVER;
+    s->min_blocks = blocks ? atoi(blocks) : GPUNB_CUDA_FORCE_MIN_BLOCKS;
     s->ngpu = n;
     s->capacity_pad = (int)(tiles_of(capacity) * GPUNB_CUDA_TILE_J);
     for (int k = 0; k < n; k++)
         s->gpu[k].device = ids[k];
     free(ids);
     for (int k = 0; k < n; k++)
-        if ((st = open_gpu(&s->gpu[k], s->capacity_pad)) != GPUNB_OK) {
+        if ((st = open_gpu(&s->gpu[k], s->capacity_pad, s->min_blocks)) != GPUNB_OK) {
             cuda_close(s);
             return st;
         }
@@ -250,8 +269,9 @@ static int cuda_open(void **state, int capacity, char *desc)
     }
     len = (size_t)snprintf(desc, NB6_ERRMSG_LEN, "CUDA, %d GPU%s:", n, n > 1 ? "s" : "");
     for (int k = 0; k < n && len < NB6_ERRMSG_LEN; k++)
-        len += (size_t)snprintf(desc + len, NB6_ERRMSG_LEN - len, "%s %d = %s (%d SMs)", k ? "," : "",
-                                s->gpu[k].device, s->gpu[k].name, s->gpu[k].sms);
+        len += (size_t)snprintf(desc + len, NB6_ERRMSG_LEN - len, "%s %d = %s (%d SMs, %d force blocks)",
+                                k ? "," : "", s->gpu[k].device, s->gpu[k].name, s->gpu[k].sms,
+                                s->gpu[k].force_blocks);
     if (len < NB6_ERRMSG_LEN)
         snprintf(desc + len, NB6_ERRMSG_LEN - len,
                  "; float pairs about the j-set's centre of mass (two-float where needed), double sums");
@@ -380,11 +400,13 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     const int ni_tiles = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I;
     const int ni_pad = ni_tiles * GPUNB_CUDA_BLOCK_I;
     const int cap = cap_of(g, limit);
-    long long nslices = (g->force_blocks + ni_tiles - 1) / ni_tiles;
+    /* As many slices as fill the GPU in one wave (never more: a second wave
+     * would double the time), each at least a quarter tile. */
+    long long nslices = g->force_blocks / ni_tiles;
     long guess;
 
-    if (nslices > g->ntiles)
-        nslices = g->ntiles;
+    if (nslices > g->ntiles * GPUNB_CUDA_JWAYS)
+        nslices = g->ntiles * GPUNB_CUDA_JWAYS;
     if (nslices < 1)
         nslices = 1;
     CHECK(g, cudaSetDevice(g->device));
@@ -393,7 +415,7 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     CHECK(g, cudaMemcpyAsync(g->d_ibuf, s->h_ibuf, sizeof(float4) * (size_t)ni_pad * (precise ? 3 : 2),
                              cudaMemcpyHostToDevice, g->stream));
     gpunb_cuda_force_args a = {
-        .precise = precise, .jpos = g->d_jpos, .jvel = g->d_jvel, .jlo = g->d_jlo,
+.precise = precise, .min_blocks = s->min_blocks, .jpos = g->d_jpos, .jvel = g->d_jvel, .jlo = g->d_jlo,
         .ntiles = g->ntiles, .j0 = g->j0, .ipos = g->d_ibuf, .ivel = g->d_ibuf + ni_pad,
         .ilo = g->d_ibuf + 2 * ni_pad, .ni_tiles = ni_tiles, .nslices = (int)nslices,
         .partial = g->d_partial, .nbcount = g->d_nbcount, .nblist = g->d_nblist, .cap = cap,
@@ -402,10 +424,15 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     CHECK(g, cudaEventRecord(g->ev_force0, g->stream));
     CHECK(g, gpunb_cuda_launch_force(&a, g->stream));
     CHECK(g, cudaEventRecord(g->ev_force1, g->stream));
+    /* Reduction and gathering need only the force kernel: side by side. */
+    CHECK(g, cudaEventRecord(g->ev_fork, g->stream));
+    CHECK(g, cudaStreamWaitEvent(g->side, g->ev_fork, 0));
+    CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit, g->d_total,
+                                      compact_of(g->d_out, ni), results_of(g->d_out), g->side));
+    CHECK(g, cudaEventRecord(g->ev_join, g->side));
     CHECK(g, gpunb_cuda_launch_reduce(g->d_partial, (int)nslices, ni, ni_pad, results_of(g->d_out),
                                       g->stream));
-    CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit, g->d_total,
-                                      compact_of(g->d_out, ni), results_of(g->d_out), g->stream));
+    CHECK(g, cudaStreamWaitEvent(g->stream, g->ev_join, 0));
     /* The lists' total length is known only afterwards: fetch what the last
      * call suggests, and the rest (rarely) after the synchronisation. */
     guess = (long)(1.5 * g->lists_per_i * ni) + 256;
@@ -608,8 +635,10 @@ static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
     *t_force = 0.0;
     for (int i0 = 0; i0 < ni && st == GPUNB_OK; i0 += chunk) {
         const int n = ni - i0 < chunk ? ni - i0 : chunk;
-        const int direct = s->precise_mode == PRECISE_ALWAYS ||
-                           (s->precise_mode == PRECISE_AUTO && n <= PRECISE_DIRECT_NI);
+        int direct = s->precise_mode == PRECISE_ALWAYS ||
+                     (s->precise_mode == PRECISE_AUTO && n <= PRECISE_DIRECT_NI);
+        for (int i = i0; i < i0 + n && !direct; i++) /* the fast kernel's r2 floor */
+            direct = h2[i] * s->min_mass <= GPUNB_CUDA_H2M_SAFE;
         int *cols = list + (size_t)i0 * (size_t)lmax;
         st = regf_chunk(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, acc + i0, jrk + i0,
                         pot ? pot + i0 : NULL, lmax, limit, cols, direct, t_force);

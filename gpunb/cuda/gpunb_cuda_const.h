@@ -16,7 +16,19 @@
 
 /* Neighbours a force thread keeps in shared memory before it appends them
  * to its i's list in global memory (one atomic per flush). */
-#define GPUNB_CUDA_NB_BUFFER 16
+#define GPUNB_CUDA_NB_BUFFER 8
+
+/* Force blocks the compiler must fit on one SM, which caps the registers per
+ * thread: 5 gives 48 registers and 40 warps per SM, the alternative 4 gives
+ * 64 registers and 32 warps (NB6ACCEL_CUDA_FORCE_BLOCKS=4 picks it, for
+ * comparing the two on a new GPU). */
+#define GPUNB_CUDA_FORCE_MIN_BLOCKS 5
+#define GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT 4
+
+/* The fast kernel's floor on r^2 (see gpunb_cuda_force.cu); the host sends
+ * an i to the PRECISE kernel where min_mass * h2 <= GPUNB_CUDA_H2M_SAFE. */
+#define GPUNB_CUDA_R2_FLOOR 1e-24f
+#define GPUNB_CUDA_H2M_SAFE 1e-20
 
 /* Partial sums a force block writes per i: acc x,y,z, jerk x,y,z, potential. */
 #define GPUNB_CUDA_NPARTIAL 7

@@ -35,21 +35,27 @@ static __device__ __noinline__ void flush_neighbours(int (*buf)[GPUNB_CUDA_FORCE
         list[pos + e] = buf[e][lane];
 }
 
-template <bool PRECISE>
-static __global__ void __launch_bounds__(GPUNB_CUDA_FORCE_THREADS, 4)
+template <bool PRECISE, int MIN_BLOCKS>
+static __global__ void __launch_bounds__(GPUNB_CUDA_FORCE_THREADS, MIN_BLOCKS)
 gpunb_force_kernel(const gpunb_cuda_force_args a)
 {
     __shared__ float4 sp[GPUNB_CUDA_TILE_J], sv[GPUNB_CUDA_TILE_J];
     __shared__ float4 sl[PRECISE ? GPUNB_CUDA_TILE_J : 1];
     __shared__ int nbbuf[GPUNB_CUDA_NB_BUFFER][GPUNB_CUDA_FORCE_THREADS];
-    __shared__ double red[GPUNB_CUDA_JWAYS - 1][GPUNB_CUDA_NPARTIAL][GPUNB_CUDA_BLOCK_I];
+    /* Each thread's running sums in double, in shared memory rather than in
+     * 14 registers: touched once per tile, and the registers they free let
+     * more warps share each SM. */
+    __shared__ double sums[GPUNB_CUDA_NPARTIAL][GPUNB_CUDA_FORCE_THREADS];
     const int tid = threadIdx.x;
     const int ti = tid % GPUNB_CUDA_BLOCK_I, way = tid / GPUNB_CUDA_BLOCK_I;
     const int i = blockIdx.y * GPUNB_CUDA_BLOCK_I + ti;
     const int ni_pad = gridDim.y * GPUNB_CUDA_BLOCK_I;
     const int slice = blockIdx.x;
-    const long long t_begin = a.ntiles * slice / a.nslices;
-    const long long t_end = a.ntiles * (slice + 1) / a.nslices;
+    /* The slice, in quarters of a tile (the part one way computes), so that
+     * slices differ by at most one quarter tile of work. */
+    const long long nquarters = a.ntiles * GPUNB_CUDA_JWAYS;
+    const long long q_begin = nquarters * slice / a.nslices;
+    const long long q_end = nquarters * (slice + 1) / a.nslices;
 
     if (slice == 0 && blockIdx.y == 0 && tid == 0)
         *a.total = 0; /* the gathering kernel's allocator, for this call */
@@ -57,99 +63,111 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
     const float4 pi = a.ipos[i], vi = a.ivel[i];
     const float4 li = PRECISE ? a.ilo[i] : make_float4(0, 0, 0, 0);
     const float h2 = pi.w, dt = vi.w;
-    double sum[GPUNB_CUDA_NPARTIAL] = {0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+    for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++)
+        sums[c][tid] = 0.0;
     int nbuf = 0;
     int *const my_count = a.nbcount + i;
     int *const my_list = a.nblist + (size_t)i * a.cap;
 
-    for (long long t = t_begin; t < t_end; t++) {
+    for (long long t = q_begin / GPUNB_CUDA_JWAYS; t * GPUNB_CUDA_JWAYS < q_end; t++) {
         const long long jt = t * GPUNB_CUDA_TILE_J;
+        const long long my_quarter = t * GPUNB_CUDA_JWAYS + way;
         sp[tid] = a.jpos[jt + tid];
         sv[tid] = a.jvel[jt + tid];
         if (PRECISE)
             sl[tid] = a.jlo[jt + tid];
         __syncthreads();
-        float ax = 0, ay = 0, az = 0, jx = 0, jy = 0, jz = 0, pot = 0;
-        const int j_first = way * GPUNB_CUDA_BLOCK_I; /* this thread's part of the tile */
+        if (my_quarter >= q_begin && my_quarter < q_end) { /* uniform per warp */
+            float ax = 0, ay = 0, az = 0, jx = 0, jy = 0, jz = 0, pot = 0;
+            const int j_first = way * GPUNB_CUDA_BLOCK_I; /* this thread's part of the tile */
 #pragma unroll
-        for (int w = 0; w < GPUNB_CUDA_BLOCK_I / 32; w++) {
-            unsigned bits = 0;
+            for (int w = 0; w < GPUNB_CUDA_BLOCK_I / 32; w++) {
+                unsigned bits = 0;
 #pragma unroll
-            for (int k = 0; k < 32; k++) {
-                /* 2 LDS, 6 FADD, 3 (r2) + 3 (rp) + 3 (rp2), criterion 4,
-                 * MUFU + select, 4 FMUL, 1 FADD (pot), 3 FFMA (acc),
-                 * 3 (rv) + 2 + 6 (jerk), 1 (flag): about 42 instructions
-                 * and the 60 flops of the convention per interaction. */
-                const int q = j_first + w * 32 + k;
-                const float4 pj = sp[q], vj = sv[q];
-                float dx = pj.x - pi.x, dy = pj.y - pi.y, dz = pj.z - pi.z;
-                if (PRECISE) {
-                    const float4 lj = sl[q];
-                    dx += lj.x - li.x;
-                    dy += lj.y - li.y;
-                    dz += lj.z - li.z;
+                for (int k = 0; k < 32; k++) {
+                    /* Per interaction (fast kernel, SASS): 2 LDS.128, 6 FADD
+                     * (dx, dv), 3 (r2, floor folded in), 3 + 3 (rp, rp2),
+                     * FMUL + 2 FSETP (criterion), MUFU + FSEL, 3 FMUL
+                     * (rinv2, m rinv, m rinv^3), FADD (pot), 3 FFMA (acc),
+                     * 3 + 2 + 6 (jerk), 1 (flag) = 41 instructions for the
+                     * 60 flops of the convention; the PRECISE one adds an
+                     * LDS and 3 FADD (and the exact r = 0 test). */
+                    const int q = j_first + w * 32 + k;
+                    const float4 pj = sp[q], vj = sv[q];
+                    float dx = pj.x - pi.x, dy = pj.y - pi.y, dz = pj.z - pi.z;
+                    if (PRECISE) {
+                        const float4 lj = sl[q];
+                        dx += lj.x - li.x;
+                        dy += lj.y - li.y;
+                        dz += lj.z - li.z;
+                    }
+                    const float dvx = vj.x - vi.x, dvy = vj.y - vi.y, dvz = vj.z - vi.z;
+                    /* The fast kernel floors r2 at R2_FLOOR (folded into an FFMA):
+                     * rsqrt stays finite at r = 0, so only neighbours need the
+                     * select; an r = 0 pair that is no neighbour then adds
+                     * m * 0 (zero-mass j) to the forces, but m_i * 1e12 to the
+                     * potential if it is i itself with m_i h2 <= R2_FLOOR: the
+                     * host sends such i (h2 ~ 0) to the PRECISE kernel, which
+                     * tests r2 == 0 exactly. */
+                    const float r2 = PRECISE ? dx * dx + dy * dy + dz * dz
+                                             : fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, GPUNB_CUDA_R2_FLOOR)));
+                    const float px = dx + dt * dvx, py = dy + dt * dvy, pz = dz + dt * dvz;
+                    const float rp2 = px * px + py * py + pz * pz;
+                    const float mh2 = pj.w * h2;
+                    /* Neighbour: min(r2, rp2) < m_j h2, written without a branch.
+                     * Neighbours and r = 0 pairs get rinv = 0: no force, no NaN. */
+                    const bool nb = (r2 < mh2) | (rp2 < mh2);
+                    float rinv = rsqrt_ftz(r2);
+                    rinv = (PRECISE ? (nb | (r2 == 0.0f)) : nb) ? 0.0f : rinv;
+                    const float rinv2 = rinv * rinv;
+                    const float mr = pj.w * rinv;
+                    const float mr3 = mr * rinv2;
+                    const float rv = dx * dvx + dy * dvy + dz * dvz;
+                    const float alpha = -3.0f * rv * rinv2;
+                    pot += mr;
+                    ax += mr3 * dx;
+                    ay += mr3 * dy;
+                    az += mr3 * dz;
+                    jx += mr3 * (dvx + alpha * dx);
+                    jy += mr3 * (dvy + alpha * dy);
+                    jz += mr3 * (dvz + alpha * dz);
+                    bits |= nb ? (1u << k) : 0u;
                 }
-                const float dvx = vj.x - vi.x, dvy = vj.y - vi.y, dvz = vj.z - vi.z;
-                const float r2 = dx * dx + dy * dy + dz * dz;
-                const float px = dx + dt * dvx, py = dy + dt * dvy, pz = dz + dt * dvz;
-                const float rp2 = px * px + py * py + pz * pz;
-                const float mh2 = pj.w * h2;
-                /* Neighbour: min(r2, rp2) < m_j h2, written without a branch.
-                 * Neighbours and r = 0 pairs get rinv = 0: no force, no NaN. */
-                const bool nb = (r2 < mh2) | (rp2 < mh2);
-                float rinv = rsqrt_ftz(r2);
-                rinv = (nb | (r2 == 0.0f)) ? 0.0f : rinv;
-                const float rinv2 = rinv * rinv;
-                const float mr = pj.w * rinv;
-                const float mr3 = mr * rinv2;
-                const float rv = dx * dvx + dy * dvy + dz * dvz;
-                const float alpha = -3.0f * rv * rinv2;
-                pot += mr;
-                ax += mr3 * dx;
-                ay += mr3 * dy;
-                az += mr3 * dz;
-                jx += mr3 * (dvx + alpha * dx);
-                jy += mr3 * (dvy + alpha * dy);
-                jz += mr3 * (dvz + alpha * dz);
-                bits |= nb ? (1u << k) : 0u;
-            }
-            /* Rare: a word with a neighbour.  Buffer them in shared memory;
-             * global memory only when the buffer is full. */
-            while (bits) {
-                const int k = __ffs(bits) - 1;
-                bits &= bits - 1;
-                if (nbuf == GPUNB_CUDA_NB_BUFFER) {
-                    flush_neighbours(nbbuf, tid, nbuf, my_count, my_list, a.cap);
-                    nbuf = 0;
+                /* Rare: a word with a neighbour.  Buffer them in shared memory;
+                 * global memory only when the buffer is full. */
+                while (bits) {
+                    const int k = __ffs(bits) - 1;
+                    bits &= bits - 1;
+                    if (nbuf == GPUNB_CUDA_NB_BUFFER) {
+                        flush_neighbours(nbbuf, tid, nbuf, my_count, my_list, a.cap);
+                        nbuf = 0;
+                    }
+                    nbbuf[nbuf++][tid] = a.j0 + (int)jt + j_first + w * 32 + k;
                 }
-                nbbuf[nbuf++][tid] = a.j0 + (int)jt + j_first + w * 32 + k;
             }
+            sums[0][tid] += ax;
+            sums[1][tid] += ay;
+            sums[2][tid] += az;
+            sums[3][tid] += jx;
+            sums[4][tid] += jy;
+            sums[5][tid] += jz;
+            sums[6][tid] += pot;
         }
-        sum[0] += ax;
-        sum[1] += ay;
-        sum[2] += az;
-        sum[3] += jx;
-        sum[4] += jy;
-        sum[5] += jz;
-        sum[6] += pot;
         __syncthreads();
     }
     if (nbuf)
         flush_neighbours(nbbuf, tid, nbuf, my_count, my_list, a.cap);
 
     /* The JWAYS partial sums of each i, added in a fixed order. */
-    if (way > 0)
-#pragma unroll
-        for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++)
-            red[way - 1][c][ti] = sum[c];
     __syncthreads();
     if (way == 0) {
         float *out = a.partial + (size_t)slice * GPUNB_CUDA_NPARTIAL * ni_pad + i;
 #pragma unroll
         for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++) {
-            double s = sum[c];
-            for (int w = 0; w < GPUNB_CUDA_JWAYS - 1; w++)
-                s += red[w][c][ti];
+            double s = sums[c][ti];
+            for (int w = 1; w < GPUNB_CUDA_JWAYS; w++)
+                s += sums[c][ti + w * GPUNB_CUDA_BLOCK_I];
             out[(size_t)c * ni_pad] = (float)s;
         }
     }
@@ -158,22 +176,36 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
 extern "C" cudaError_t gpunb_cuda_launch_force(const gpunb_cuda_force_args *a, cudaStream_t stream)
 {
     dim3 grid((unsigned)a->nslices, (unsigned)a->ni_tiles);
-    if (a->precise)
-        gpunb_force_kernel<true><<<grid, GPUNB_CUDA_FORCE_THREADS, 0, stream>>>(*a);
-    else
-        gpunb_force_kernel<false><<<grid, GPUNB_CUDA_FORCE_THREADS, 0, stream>>>(*a);
+    const unsigned nt = GPUNB_CUDA_FORCE_THREADS;
+    if (a->min_blocks == GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT) {
+        if (a->precise)
+            gpunb_force_kernel<true, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT><<<grid, nt, 0, stream>>>(*a);
+        else
+            gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT><<<grid, nt, 0, stream>>>(*a);
+    } else {
+        if (a->precise)
+            gpunb_force_kernel<true, GPUNB_CUDA_FORCE_MIN_BLOCKS><<<grid, nt, 0, stream>>>(*a);
+        else
+            gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS><<<grid, nt, 0, stream>>>(*a);
+    }
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t gpunb_cuda_force_occupancy(int *blocks_per_sm)
+extern "C" cudaError_t gpunb_cuda_force_occupancy(int min_blocks, int *blocks_per_sm)
 {
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, gpunb_force_kernel<false>,
-                                                         GPUNB_CUDA_FORCE_THREADS, 0);
+    if (min_blocks == GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT)
+        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT>,
+            GPUNB_CUDA_FORCE_THREADS, 0);
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS>, GPUNB_CUDA_FORCE_THREADS, 0);
 }
 
 extern "C" cudaError_t gpunb_cuda_probe_kernels(void)
 {
     cudaFuncAttributes attr;
-    cudaError_t err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<false>);
-    return err != cudaSuccess ? err : cudaFuncGetAttributes(&attr, gpunb_force_kernel<true>);
+    cudaError_t err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS>);
+    if (err == cudaSuccess)
+        err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<true, GPUNB_CUDA_FORCE_MIN_BLOCKS>);
+    return err;
 }

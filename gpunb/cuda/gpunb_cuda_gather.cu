@@ -33,19 +33,33 @@ gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, i
         result[i].off = base;
     }
     const int *src = nblist + (size_t)i * cap;
-    if (count <= GPUNB_CUDA_GATHER_SMEM_LIST) {
+    if (count <= GPUNB_CUDA_GATHER_SMEM_LIST)
         for (int e = tid; e < count; e += GPUNB_CUDA_GATHER_THREADS)
             entries[e] = src[e];
-        src = entries;
-    }
-    __syncthreads();
+    __syncthreads(); /* base and the entries are in shared memory */
     int *dst = compact + base;
-    for (int e = tid; e < count; e += GPUNB_CUDA_GATHER_THREADS) {
-        const int v = src[e];
-        int rank = 0;
-        for (int k = 0; k < count; k++)
-            rank += src[k] < v;
-        dst[rank] = v;
+    if (count <= GPUNB_CUDA_GATHER_SMEM_LIST) {
+        for (int e = tid; e < count; e += GPUNB_CUDA_GATHER_THREADS) {
+            const int v = entries[e];
+            int r0 = 0, r1 = 0, r2 = 0, r3 = 0, k = 0;
+            for (; k + 3 < count; k += 4) { /* four compares in flight */
+                r0 += entries[k] < v;
+                r1 += entries[k + 1] < v;
+                r2 += entries[k + 2] < v;
+                r3 += entries[k + 3] < v;
+            }
+            for (; k < count; k++)
+                r0 += entries[k] < v;
+            dst[(r0 + r1) + (r2 + r3)] = v;
+        }
+    } else { /* a list longer than shared memory: ranked from global memory */
+        for (int e = tid; e < count; e += GPUNB_CUDA_GATHER_THREADS) {
+            const int v = src[e];
+            int rank = 0;
+            for (int k = 0; k < count; k++)
+                rank += src[k] < v;
+            dst[rank] = v;
+        }
     }
 }
 

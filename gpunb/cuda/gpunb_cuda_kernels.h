@@ -24,7 +24,8 @@ extern "C" {
  * of them (j0 + local index, unordered) in nblist[i * cap + ...]; *total is
  * zeroed for the gathering kernel. */
 typedef struct gpunb_cuda_force_args {
-    int precise; /* also use jlo/ilo: (x - origin) = hi + lo per coordinate */
+    int precise;    /* also use jlo/ilo: (x - origin) = hi + lo per coordinate */
+    int min_blocks; /* GPUNB_CUDA_FORCE_MIN_BLOCKS or _ALT: which compiled variant */
     const float4 *jpos, *jvel, *jlo;
     long long ntiles;
     int j0;
@@ -55,8 +56,9 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblis
                                                   gpunb_cuda_result *result,
                                                   cudaStream_t stream);
 
-/* Resident force blocks per multiprocessor (for sizing the j split). */
-NB6_INTERNAL cudaError_t gpunb_cuda_force_occupancy(int *blocks_per_sm);
+/* Resident force blocks per multiprocessor of the variant min_blocks (for
+ * sizing the j split). */
+NB6_INTERNAL cudaError_t gpunb_cuda_force_occupancy(int min_blocks, int *blocks_per_sm);
 
 /* cudaSuccess when the current device has machine code or PTX for the kernels
  * (else e.g. cudaErrorNoKernelImageForDevice). */

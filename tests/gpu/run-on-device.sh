@@ -56,26 +56,28 @@ for tool in memcheck racecheck; do
   note "compute-sanitizer $tool (quick case): rc=$? in $(( $(date +%s) - t0 )) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool.log" | tail -1)"
 done
 
-sass=$(PATH=$PATH:/usr/local/cuda/bin bash "$SRC/tests/gpu/sass_per_interaction.sh" .libs/libgpunb.so)
-note "SASS per interaction of the fast kernel (main loop less nested loops / 64; loop, nested, kernel total): $sass"
+sass=$(PATH=$PATH:/usr/local/cuda/bin bash "$SRC/tests/gpu/sass_per_interaction.sh" .libs/libgpunb.so 5)
+sass4=$(PATH=$PATH:/usr/local/cuda/bin bash "$SRC/tests/gpu/sass_per_interaction.sh" .libs/libgpunb.so 4)
+note "SASS per interaction of the fast kernel (main loop less nested loops / 64; loop, nested, kernel total): default (5 blocks/SM, 48 registers) $sass; 4 blocks/SM (64 registers) $sass4"
 t0=$(date +%s)
-{ for mode in auto never always; do
-    echo "== NB6ACCEL_CUDA_PRECISE=$mode (auto: two-float kernel directly for NI <= 256, else fast kernel + redo where needed)"
-    NB6ACCEL_CUDA_PRECISE=$mode timeout 200 ./tests/gpu/bench_gpunb --sass "${sass%% *}" --ni "64 1024" \
-      --nj "16384 131072 1048576" --seconds 0.3
+{ for run in "auto 5 $sass" "never 5 $sass" "auto 4 $sass4"; do
+    set -- $run
+    echo "== NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 (auto: two-float kernel directly for NI <= 256, else fast kernel + redo where needed)"
+    NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 timeout 200 ./tests/gpu/bench_gpunb --sass "$3" \
+      --ni "64 1024" --nj "16384 131072 1048576" --seconds 0.3
   done; } >"$OUT/bench.log" 2>&1
 note "benchmark: rc=$? in $(( $(date +%s) - t0 )) s"
 cat "$OUT/bench.log" | tee -a "$S"
 
 # Kernel durations and issue activity from Nsight Compute (clocks as found).
 t0=$(date +%s)
-for run in "auto 64" "never 64" "auto 1024" "never 1024"; do
+for run in "auto 5 64" "auto 5 1024" "auto 4 1024"; do
   set -- $run
-  echo "== NB6ACCEL_CUDA_PRECISE=$1 NI=$2 NJ=131072"
-  NB6ACCEL_CUDA_PRECISE=$1 timeout 120 ./libtool --mode=execute ncu --clock-control none --csv \
-    --kernel-name regex:gpunb_ --launch-skip 9 --launch-count 3 \
+  echo "== NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 NI=$3 NJ=131072"
+  NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 timeout 120 ./libtool --mode=execute ncu \
+    --clock-control none --csv --kernel-name regex:gpunb_ --launch-skip 9 --launch-count 3 \
     --metrics gpu__time_duration.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,sm__cycles_elapsed.avg.per_second \
-    ./tests/gpu/bench_gpunb --ni "$2" --nj 131072 --seconds 0
+    ./tests/gpu/bench_gpunb --ni "$3" --nj 131072 --seconds 0
 done >"$OUT/ncu.log" 2>&1
 note "ncu: rc=$? in $(( $(date +%s) - t0 )) s"
 grep -E "^==|gpunb_" "$OUT/ncu.log" | awk -F'","' '/^==/ {print; next} {sub(/\(.*/, "", $5); print "  " $5 " grid " $9 " " $(NF-2) " = " $NF}' | sed 's/"//g' | head -70 | tee -a "$S"

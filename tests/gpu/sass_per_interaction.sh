@@ -7,14 +7,15 @@
 # loops nested in it (the neighbour recording, run only for 32-j words that
 # hold a neighbour), and divides by 64.  Prints
 # "<per interaction> <loop instructions> <nested-loop instructions> <kernel total>".
-lib=${1:?usage: sass_per_interaction.sh libgpunb.so}
-tile=${2:-64}
+lib=${1:?usage: sass_per_interaction.sh libgpunb.so [min-blocks variant, default 5]}
+variant=${2:-5}
+tile=64
 # (plain awk has no strtonum: hex addresses are converted by hand)
-cuobjdump -sass "$lib" | awk -v tile="$tile" '
+cuobjdump -sass "$lib" | awk -v tile="$tile" -v fn="gpunb_force_kernelILb0ELi${variant}E" '
   function hex(s,   i, n, c) { n = 0; s = tolower(s); sub(/^0x/, "", s)
     for (i = 1; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)) - 1; n = n * 16 + c }
     return n }
-  /Function : .*gpunb_force_kernelILb0E/ { inside = 1; next }
+  /Function : / && index($0, fn) { inside = 1; next }
   /Function : / { inside = 0 }
   inside && match($0, /\/\*[0-9a-f]+\*\//) {
     addr = hex(substr($0, RSTART + 2, RLENGTH - 4)); total++
