@@ -9,8 +9,9 @@
  * position (hi + lo), float velocity and mass.  The force forms
  * dx = (x_j,hi - x_i,hi) + (x_j,lo - x_i,lo): the hi difference is exact for
  * neighbours (Sterbenz), so dx is good to a float ulp wherever the pair is.
- * Pair arithmetic in float, per-lane float sums (a list of a few hundred
- * members gives each lane a few dozen terms), the lanes summed in double. */
+ * Pair arithmetic in float; per-lane float sums of at most FLUSH_GROUPS
+ * terms, then summed in double, so lists of any length lose nothing that
+ * matters. */
 #include "config.h"
 #include "gpuirr_internal.h"
 #include "nb6_simd_select.h"
@@ -87,6 +88,23 @@ static inline __attribute__((always_inline)) void add_pairs(i_sums *q, const sim
     q->jz = simd_fmadd(mr3, simd_fnmadd(rv, dz, dvz), q->jz);
 }
 
+/* Per-lane float sums are moved into double after this many groups of
+ * SIMD_VL pairs: at most 16 terms per lane in float, so that lists of any
+ * length (and the 4-lane levels) lose nothing that matters. */
+enum { FLUSH_GROUPS = 16 };
+
+/* Adds the lanes of the float sums to a, jk (double) and clears them. */
+static inline void flush(i_sums *q, double a[3], double jk[3])
+{
+    a[0] += simd_hsum(q->ax);
+    a[1] += simd_hsum(q->ay);
+    a[2] += simd_hsum(q->az);
+    jk[0] += simd_hsum(q->jx);
+    jk[1] += simd_hsum(q->jy);
+    jk[2] += simd_hsum(q->jz);
+    q->ax = q->ay = q->az = q->jx = q->jy = q->jz = simd_zero();
+}
+
 /* Sum over the list of slot s, SIMD over the members, each group of
  * SIMD_VL loaded as whole records and transposed.  The tail is the same with
  * the missing lanes pointing at the first member (a record already in
@@ -110,10 +128,13 @@ static inline void force_one(const float *restrict rec, const int *restrict col,
         .jx = simd_zero(), .jy = simd_zero(), .jz = simd_zero(),
     };
     simd_f f[12];
-    int e = 0;
+    double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0};
+    int e = 0, groups = 0;
     for (; e + SIMD_VL <= len; e += SIMD_VL) {
         simd_load_records(base, members + e, f);
         add_pairs(&q, f);
+        if (++groups == FLUSH_GROUPS) /* long lists: keep the float sums short */
+            flush(&q, a, jk), groups = 0;
     }
     if (e < len) {
         const int left = len - e;
@@ -124,12 +145,11 @@ static inline void force_one(const float *restrict rec, const int *restrict col,
         f[GPUIRR_REC_MASS] = simd_keep(f[GPUIRR_REC_MASS], simd_first(left));
         add_pairs(&q, f);
     }
-    acc[0] = simd_hsum(q.ax);
-    acc[1] = simd_hsum(q.ay);
-    acc[2] = simd_hsum(q.az);
-    jrk[0] = simd_hsum(q.jx);
-    jrk[1] = simd_hsum(q.jy);
-    jrk[2] = simd_hsum(q.jz);
+    flush(&q, a, jk);
+    for (int k = 0; k < 3; k++) {
+        acc[k] = a[k];
+        jrk[k] = jk[k];
+    }
 }
 
 /* One cache line into L1.  An asm statement, because GCC deletes a loop

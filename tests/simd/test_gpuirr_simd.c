@@ -26,27 +26,34 @@
 #define JRK_TOL 1.5e-6
 #define SCALAR_TOL 1e-12
 
-enum { N_BASE = 3000, LMAX = 131, N_ACTIVE = 200 };
+/* Main problem: N_BASE particles (+ twins), nearest-neighbour lists of
+ * 0..LMAX-1 members.  Long-list problem: N_LONG particles whose lists have
+ * up to LMAX_LONG-1 random members, repeats included (NBODY6 allows any
+ * LMAX; the sums do not care about repeats). */
+enum { N_BASE = 3000, LMAX = 131, N_ACTIVE = 200, N_LONG = 400, LMAX_LONG = 1201 };
 
 typedef struct problem {
-    int n;
+    int n, lmax;
     double (*x0)[3], (*v0)[3], (*f2)[3], (*fd6)[3], *m, *t0;
-    int *list; /* n columns of LMAX: count, then 1-based members */
+    int *list; /* n columns of lmax: count, then 1-based members */
 } problem;
 
-static void make_problem(problem *p)
+/* nbase particles and nbase/50 twins; long_lists: random members, lengths up
+ * to lmax-1, else nearest neighbours, lengths 0..lmax-1. */
+static void make_problem(problem *p, int nbase, int lmax, int long_lists)
 {
-    int twins = N_BASE / 50, n = N_BASE + twins;
+    int twins = nbase / 50, n = nbase + twins;
     const double offset[3] = {3.7, -2.1, 5.3};
     p->n = n;
+    p->lmax = lmax;
     p->x0 = calloc(n, sizeof *p->x0);
     p->v0 = calloc(n, sizeof *p->v0);
     p->f2 = calloc(n, sizeof *p->f2);
     p->fd6 = calloc(n, sizeof *p->fd6);
     p->m = calloc(n, sizeof *p->m);
     p->t0 = calloc(n, sizeof *p->t0);
-    p->list = calloc((size_t)n * LMAX, sizeof(int));
-    for (int s = 0; s < N_BASE; s++) {
+    p->list = calloc((size_t)n * lmax, sizeof(int));
+    for (int s = 0; s < nbase; s++) {
         if (s > 0 && rng_uniform() < 0.1) { /* tight pair with the previous one */
             double sep = pow(10.0, -3.0 - 2.0 * rng_uniform());
             for (int k = 0; k < 3; k++)
@@ -64,8 +71,8 @@ static void make_problem(problem *p)
         p->m[s] = rng_uniform() < 0.02 ? 0.0 : pow(10.0, -5.0 + 2.0 * rng_uniform());
         p->t0[s] = 1.0 - rng_uniform() / 64.0;
     }
-    for (int s = N_BASE; s < n; s++) { /* exact copies: same prediction */
-        int o = rng_int(N_BASE);
+    for (int s = nbase; s < n; s++) { /* exact copies: same prediction */
+        int o = rng_int(nbase);
         memcpy(p->x0[s], p->x0[o], sizeof p->x0[s]);
         memcpy(p->v0[s], p->v0[o], sizeof p->v0[s]);
         memcpy(p->f2[s], p->f2[o], sizeof p->f2[s]);
@@ -73,11 +80,22 @@ static void make_problem(problem *p)
         p->m[s] = p->m[o] > 0 ? p->m[o] : 1e-4;
         p->t0[s] = p->t0[o];
     }
-    /* Lists: the len nearest others by x0, ascending, len uniform in 0..LMAX-1. */
+    /* Lists: the len nearest others by x0 (or random ones), ascending, len
+     * uniform in 0..lmax-1 (or long_lists: mostly above lmax/2). */
     double *d2 = malloc(sizeof(double) * n);
-    int *idx = malloc(sizeof(int) * n);
+    int *idx = malloc(sizeof(int) * (n > lmax ? n : lmax));
     for (int i = 0; i < n; i++) {
-        int len = rng_int(LMAX), c = 0;
+        int len = long_lists ? lmax - 1 - rng_int(lmax / 2) : rng_int(lmax), c = 0;
+        if (long_lists) {
+            for (int e = 0; e < len; e++) {
+                int j;
+                do
+                    j = rng_int(n);
+                while (j == i);
+                idx[c++] = j;
+            }
+            len = 0; /* skip the selection below */
+        }
         for (int j = 0; j < n; j++) {
             double dx = p->x0[j][0] - p->x0[i][0], dy = p->x0[j][1] - p->x0[i][1],
                    dz = p->x0[j][2] - p->x0[i][2];
@@ -100,7 +118,7 @@ static void make_problem(problem *p)
                 idx[b] = idx[b - 1];
                 idx[b - 1] = t;
             }
-        int *col = p->list + (size_t)i * LMAX;
+        int *col = p->list + (size_t)i * lmax;
         col[0] = c;
         for (int e = 0; e < c; e++)
             col[1 + e] = idx[e] + 1;
@@ -134,7 +152,7 @@ static void force_ref(const problem *p, int i, double t, double a[3], double jk[
                       double *ascale, double *jscale)
 {
     double xi[3], vi[3];
-    const int *col = p->list + (size_t)i * LMAX;
+    const int *col = p->list + (size_t)i * p->lmax;
     predict_ref(p, i, t, xi, vi);
     a[0] = a[1] = a[2] = jk[0] = jk[1] = jk[2] = 0.0;
     *ascale = *jscale = 0.0;
@@ -181,7 +199,7 @@ static void compare(const problem *p, int ni, const int *addr, double t, double 
             da[k] = acc[n][k] - a[k];
             dj[k] = jrk[n][k] - jk[k];
         }
-        if (p->list[(size_t)i * LMAX] == 0) {
+        if (p->list[(size_t)i * p->lmax] == 0) {
             for (int k = 0; k < 3; k++)
                 if (acc[n][k] != 0.0 || jrk[n][k] != 0.0)
                     e->nonzero_empty++;
@@ -199,7 +217,7 @@ static void compare(const problem *p, int ni, const int *addr, double t, double 
 }
 
 /* Runs one level; returns 0 pass, 1 fail. */
-static int check_level(const problem *p, int level, int threads)
+static int check_level(const problem *p, const char *what_problem, int level, int threads)
 {
     const int n = p->n;
     gpuirr *g;
@@ -208,7 +226,7 @@ static int check_level(const problem *p, int level, int threads)
     int *addr = malloc(sizeof(int) * n);
 
     setenv("NB6ACCEL_SIMD", level_name[level], 1);
-    if (gpuirr_open(&g, n, LMAX) != GPUIRR_OK) {
+    if (gpuirr_open(&g, n, p->lmax) != GPUIRR_OK) {
         printf("FAIL %s: gpuirr_open: %s\n", level_name[level], gpuirr_last_error());
         return 1;
     }
@@ -222,7 +240,7 @@ static int check_level(const problem *p, int level, int threads)
     for (int s = 0; s < n; s++) {
         if (gpuirr_set_particle(g, s + 1, p->x0[s], p->v0[s], p->f2[s], p->fd6[s], p->m[s],
                                 p->t0[s]) != GPUIRR_OK ||
-            gpuirr_set_list(g, s + 1, p->list[(size_t)s * LMAX], p->list + (size_t)s * LMAX + 1) !=
+            gpuirr_set_list(g, s + 1, p->list[(size_t)s * p->lmax], p->list + (size_t)s * p->lmax + 1) !=
                 GPUIRR_OK) {
 #pragma omp critical
             printf("FAIL set %d: %s\n", s + 1, gpuirr_last_error());
@@ -245,15 +263,26 @@ static int check_level(const problem *p, int level, int threads)
     }
     compare(p, n, addr, t1, acc, jrk, &eall);
 
-    /* PRED_ACT of a block of actives at a later time, FORCE for them. */
-    double t2 = t1 + 1.0 / 1024.0;
-    int *act = addr + rng_int(n - N_ACTIVE);
-    if (gpuirr_predict_active(g, N_ACTIVE, act, t2) != GPUIRR_OK ||
-        gpuirr_force(g, N_ACTIVE, act, acc, jrk) != GPUIRR_OK) {
+    /* PRED_ALL in two ranges (NBODY6 predicts IFIRST..NTOT), same check. */
+    double t1b = t1 + 1.0 / 4096.0;
+    if (gpuirr_predict_all(g, 1, n / 3, t1b) != GPUIRR_OK ||
+        gpuirr_predict_all(g, n / 3 + 1, n, t1b) != GPUIRR_OK ||
+        gpuirr_force(g, n, addr, acc, jrk) != GPUIRR_OK) {
         printf("FAIL %s: %s\n", level_name[level], gpuirr_last_error());
         fails++;
     }
-    compare(p, N_ACTIVE, act, t2, acc, jrk, &eact);
+    compare(p, n, addr, t1b, acc, jrk, &eall);
+
+    /* PRED_ACT of a block of actives at a later time, FORCE for them. */
+    double t2 = t1 + 1.0 / 1024.0;
+    int nact = n < 2 * N_ACTIVE ? n / 2 : N_ACTIVE;
+    int *act = addr + rng_int(n - nact);
+    if (gpuirr_predict_active(g, nact, act, t2) != GPUIRR_OK ||
+        gpuirr_force(g, nact, act, acc, jrk) != GPUIRR_OK) {
+        printf("FAIL %s: %s\n", level_name[level], gpuirr_last_error());
+        fails++;
+    }
+    compare(p, nact, act, t2, acc, jrk, &eact);
 
     double tol = level == 0 ? SCALAR_TOL : ACC_TOL, jtol = level == 0 ? SCALAR_TOL : JRK_TOL;
     /* Bound |da|/|a| only for the double kernel (see the tolerances above). */
@@ -264,9 +293,9 @@ static int check_level(const problem *p, int level, int threads)
         const errors *e = es[w];
         int bad = e->acc_scaled > tol || e->jrk_scaled > jtol || e->acc_rel > rtol ||
                   e->nonfinite || e->nonzero_empty;
-        printf("%s %-6s %d thr %s: acc err/scale %.2e (tol %.0e), |da|/|a| %.2e (tol %.0e), "
+        printf("%s %-6s %d thr %s %s: acc err/scale %.2e (tol %.0e), |da|/|a| %.2e (tol %.0e), "
                "jrk err/scale %.2e (tol %.0e), |dj|/|j| %.2e, non-finite %d, non-zero empty %d\n",
-               bad ? "FAIL" : "ok  ", level_name[level], threads, what[w], e->acc_scaled, tol,
+               bad ? "FAIL" : "ok  ", level_name[level], threads, what_problem, what[w], e->acc_scaled, tol,
                e->acc_rel, rtol, e->jrk_scaled, jtol, e->jrk_rel, e->nonfinite, e->nonzero_empty);
         fails += bad;
     }
@@ -279,12 +308,13 @@ static int check_level(const problem *p, int level, int threads)
 
 int main(void)
 {
-    problem p;
+    problem p, plong;
     int fails = 0, ran = 0;
     unsigned long long seed = rng_seed_fresh();
     printf("test_gpuirr_simd: seed %llu (NB6_TEST_SEED=%llu repeats it), CPU %s\n", seed, seed,
            cpu_model());
-    make_problem(&p);
+    make_problem(&p, N_BASE, LMAX, 0);
+    make_problem(&plong, N_LONG, LMAX_LONG, 1);
 
     setenv("NB6ACCEL_SIMD", "bogus", 1);
     gpuirr *g = NULL;
@@ -312,9 +342,11 @@ int main(void)
         }
         const int threads[3] = {1, 2, 4};
         for (int t = 0; t < 3; t++) {
-            fails += check_level(&p, l, threads[t]);
+            fails += check_level(&p, "nearest", l, threads[t]);
             ran++;
         }
+        fails += check_level(&plong, "long", l, 4);
+        ran++;
     }
     unsetenv("NB6ACCEL_SIMD");
     if (gpuirr_open(&g, 10, 10) == GPUIRR_OK) {
@@ -323,5 +355,6 @@ int main(void)
     }
     printf("%s: %d runs, %d failed\n", fails ? "FAIL" : "PASS", ran, fails);
     free_problem(&p);
+    free_problem(&plong);
     return fails ? 1 : 0;
 }
