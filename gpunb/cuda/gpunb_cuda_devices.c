@@ -26,7 +26,7 @@ int gpunb_cuda_devices_select(int **ids, char *why)
 {
     const char *list = nb6_getenv("GPU_LIST");
     const char *visible = nb6_getenv("CUDA_VISIBLE_DEVICES");
-    int count = 0, n = 0;
+    int count = 0, n = 0, cap;
     cudaError_t err = cudaGetDeviceCount(&count);
 
     *ids = NULL;
@@ -41,7 +41,8 @@ int gpunb_cuda_devices_select(int **ids, char *why)
                    visible ? visible : "unset");
         return 0;
     }
-    *ids = malloc(sizeof(int) * (size_t)count);
+    cap = count;
+    *ids = malloc(sizeof(int) * (size_t)cap);
     if (!*ids) {
         nb6_format(why, "out of host memory");
         return 0;
@@ -66,13 +67,15 @@ int gpunb_cuda_devices_select(int **ids, char *why)
                             "(CUDA_VISIBLE_DEVICES=%s)", list, count - 1, visible ? visible : "unset");
             goto fail;
         }
-        for (int k = 0; k < n; k++)
-            if ((*ids)[k] == (int)id) {
-                nb6_format(why, "GPU_LIST=\"%s\" names device %ld twice", list, id);
+        if (n == cap) { /* a device may be named more than once: grow */
+            int *more = realloc(*ids, sizeof(int) * (size_t)(2 * cap));
+            if (!more) {
+                nb6_format(why, "out of host memory");
                 goto fail;
             }
-        if (n == count) /* unreachable: distinct ids < count */
-            goto fail;
+            *ids = more;
+            cap *= 2;
+        }
         (*ids)[n++] = (int)id;
         p = end;
     }

@@ -9,7 +9,8 @@
 
 /* The devices to use, as CUDA numbers them (after CUDA_VISIBLE_DEVICES has
  * hidden some): the ids in GPU_LIST (space- or comma-separated, NBODY6 users'
- * habit), else every device.  Returns how many (ids[] gets a malloc'ed array
+ * habit), else every device.  A device named twice gets two shares of the
+ * j-set (this is how the tests run the several-GPU path on one GPU).  Returns how many (ids[] gets a malloc'ed array
  * the caller frees) or 0 with the reason in why (NB6_ERRMSG_LEN bytes). */
 NB6_INTERNAL int gpunb_cuda_devices_select(int **ids, char *why);
 

@@ -3,8 +3,9 @@
 # in one go (device time is scarce): bootstrap, configure with CUDA, build,
 # the GPU test (CUDA vs the double reference), the whole `make check` (the
 # Foundation tests then run on the CUDA back-end too), compute-sanitizer
-# memcheck and racecheck on a reduced case, the SASS count per interaction,
-# the benchmark, and a short table at the end.
+# memcheck, racecheck and synccheck on a reduced case, the SASS count per
+# interaction, the benchmark, Nsight Compute kernel figures, and a short
+# table at the end.
 # Usage, from the repository root on the GPU machine:
 #   bash tests/gpu/run-on-device.sh            (logs go to $OUT or /tmp/gpunb-out)
 # With the device tool: run ./bootstrap here, then run the command
@@ -49,11 +50,17 @@ for t in $(grep -E "^(FAIL|ERROR):" "$OUT/check.log" | awk '{print $2}'); do
   { echo "=== $t.log"; tail -20 "$t.log"; } >>"$OUT/check.log" 2>/dev/null
 done
 
-for tool in memcheck racecheck; do
+# Sanitizers on the reduced case ("quick"), all in one log.
+: >"$OUT/sanitizers.log"
+for tool in memcheck racecheck synccheck; do
   t0=$(date +%s)
+  echo "=== compute-sanitizer --tool $tool" >>"$OUT/sanitizers.log"
   timeout 240 ./libtool --mode=execute compute-sanitizer --tool $tool --error-exitcode 9 \
-    ./tests/gpu/test_gpunb_cuda quick >"$OUT/$tool.log" 2>&1
-  note "compute-sanitizer $tool (quick case): rc=$? in $(( $(date +%s) - t0 )) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool.log" | tail -1)"
+    ./tests/gpu/test_gpunb_cuda quick >"$OUT/$tool.tmp" 2>&1
+  rc=$?
+  cat "$OUT/$tool.tmp" >>"$OUT/sanitizers.log"
+  note "compute-sanitizer $tool (quick case): rc=$rc in $(( $(date +%s) - t0 )) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool.tmp" | tail -1) $(tail -1 "$OUT/$tool.tmp")"
+  rm -f "$OUT/$tool.tmp"
 done
 
 sass=$(PATH=$PATH:/usr/local/cuda/bin bash "$SRC/tests/gpu/sass_per_interaction.sh" .libs/libgpunb.so 5)
@@ -81,3 +88,6 @@ for run in "auto 5 64" "auto 5 1024" "auto 4 1024"; do
 done >"$OUT/ncu.log" 2>&1
 note "ncu: rc=$? in $(( $(date +%s) - t0 )) s"
 grep -E "^==|gpunb_" "$OUT/ncu.log" | awk -F'","' '/^==/ {print; next} {sub(/\(.*/, "", $5); print "  " $5 " grid " $9 " " $(NF-2) " = " $NF}' | sed 's/"//g' | head -70 | tee -a "$S"
+
+note "== summary table: default settings (NB6ACCEL_CUDA_PRECISE=auto, 5 force blocks/SM) on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+awk '/^== NB6ACCEL_CUDA_PRECISE=auto NB6ACCEL_CUDA_FORCE_BLOCKS=5/ {on = 1; next} /^==/ {on = 0} on && /^ +(NI|[0-9])/' "$OUT/bench.log" | tee -a "$S"

@@ -426,6 +426,34 @@ int main(int argc, char **argv)
         problem_free(&p);
         tl_cluster_free(&c);
     }
+    /* The several-GPU path (j split, per-GPU lists concatenated, sums in
+     * double on the host) on one GPU named three times: uneven shares. */
+    {
+        tl_cluster c;
+        problem p;
+        gpunb *gpu = NULL, *ref = NULL;
+        int nj = quick ? 2000 : 40000;
+        setenv("GPU_LIST", "0 0 0", 1);
+        tl_cluster_make(&c, nj, 30, 11.0, 0.2);
+        problem_init(&p, &c);
+        if (TL_CHECK(gpunb_open(&gpu, nj, GPUNB_BACKEND_CUDA) == GPUNB_OK &&
+                         gpunb_open(&ref, nj, GPUNB_BACKEND_REFERENCE) == GPUNB_OK,
+                     "open with GPU_LIST=\"0 0 0\" failed: %s", gpunb_last_error())) {
+            printf("three shares of one GPU: %s\n", gpunb_backend_description(gpu));
+            gpunb_send(gpu, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v);
+            gpunb_send(ref, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v);
+            check_case(gpu, ref, &p, 64, 50.0, 500, 450, "3 shares, NI=64");
+            if (!quick)
+                check_case(gpu, ref, &p, 1000, 50.0, 500, 450, "3 shares, NI=1000");
+            check_case(gpu, ref, &p, 40, 80.0, 200, 30, "3 shares, overflow");
+        }
+        gpunb_close(gpu);
+        gpunb_close(ref);
+        problem_free(&p);
+        tl_cluster_free(&c);
+        check_potential(quick ? 2000 : 20000); /* split over the three shares */
+        unsetenv("GPU_LIST");
+    }
     check_potential(quick ? 2000 : 20000);
     check_gpu_list();
 
