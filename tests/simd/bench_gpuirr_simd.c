@@ -2,7 +2,8 @@
  * in neighbour interactions per second, and PRED_ALL (gpuirr_predict_all)
  * of 128k particles, per SIMD level and OpenMP thread count.
  *
- *   bench_gpuirr_simd [-q] [-n N] [threads ...]   (default threads: 1 and all)
+ *   bench_gpuirr_simd [-q] [-n N] [-l level] [threads ...]
+ *                                        (default: every level; threads 1 and all)
  *
  * FIRR_VEC: N = 64k, 256k, 1M particles (-q: 64k only), every i forced, list
  * lengths uniform in 50..130 (mean 90, NBODY6's typical <NB>), members drawn
@@ -111,11 +112,14 @@ static void bench_predict(int level, const int *threads, int nthreads)
 int main(int argc, char **argv)
 {
     int threads[64], nthreads = 0, quick = 0, n_first = 65536;
+    const char *only = NULL;
     for (int a = 1; a < argc && nthreads < 64; a++) {
         if (strcmp(argv[a], "-q") == 0)
             quick = 1;
         else if (strcmp(argv[a], "-n") == 0 && a + 1 < argc)
             n_first = atoi(argv[++a]);
+        else if (strcmp(argv[a], "-l") == 0 && a + 1 < argc)
+            only = argv[++a];
         else if (atoi(argv[a]) > 0)
             threads[nthreads++] = atoi(argv[a]);
     }
@@ -129,6 +133,8 @@ int main(int argc, char **argv)
            max_threads());
     int best = 0;
     for (int l = 0; l < NLEVELS; l++) {
+        if (only && strcmp(only, level_name[l]) != 0)
+            continue;
         if (!level_compiled(l) || !level_cpu_has(l)) {
             printf("skip %s: %s\n", level_name[l],
                    level_compiled(l) ? "this CPU lacks it" : "not compiled into this build");

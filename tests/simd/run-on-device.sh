@@ -56,6 +56,9 @@ done
 step "benchmarks"
 threads=${THREADS:-"1 8 16"}
 "$build/tests/simd/bench_gpuirr_simd" $threads > "$OUT/bench_gpuirr.log" 2>&1
+echo "# the best level again, threads bound to cores (OMP_PROC_BIND=close OMP_PLACES=cores)" >> "$OUT/bench_gpuirr.log"
+OMP_PROC_BIND=close OMP_PLACES=cores "$build/tests/simd/bench_gpuirr_simd" -q -l avx512 $threads 2>&1 |
+    grep -E "^(FIRR|PRED)" | sed 's/$/  [bound]/' >> "$OUT/bench_gpuirr.log"
 "$build/tests/simd/bench_gpunb_simd" $threads > "$OUT/bench_gpunb.log" 2>&1
 cat "$OUT/bench_gpuirr.log" "$OUT/bench_gpunb.log"
 
@@ -65,8 +68,9 @@ step "summary"
     echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) hardware threads"
     echo "SIMD tests: $( [ $check_rc = 0 ] && echo pass || echo FAIL) (levels: $(grep -h '^default' "$OUT"/test_gpuirr_simd.log | sed 's/.*: //') default)"
     printf "%-9s %-7s %7s %9s %12s %12s\n" what level threads N "time/ms" "inter/s"
-    awk '/^FIRR_VEC/ {printf "%-9s %-7s %7s %9s %12s %12s\n", $1, $2, $4, $6, $9, $11}
-         /^PRED_ALL/ {printf "%-9s %-7s %7s %9s %12s %12s\n", $1, $2, $4, $6, $7, "-"}
+    awk '{tag = ($NF == "[bound]") ? $NF : ""}
+         /^FIRR_VEC/ {printf "%-9s %-7s %7s %9s %12s %12s %s\n", $1, $2, $4, $6, $9, $11, tag}
+         /^PRED_ALL/ {printf "%-9s %-7s %7s %9s %12s %12s %s\n", $1, $2, $4, $6, $7, "-", tag}
          /^REGF/     {printf "%-9s %-7s %7s %9s %12s %12s\n", $1, $3, $5, $7, $12, $14}' \
         "$OUT/bench_gpuirr.log" "$OUT/bench_gpunb.log" | grep -E "avx512|double|scalar"
 } | tee "$OUT/summary.txt"
