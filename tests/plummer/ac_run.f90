@@ -21,7 +21,7 @@ module ac_run
     real(dp) :: tend = 4.0_dp
     real(dp) :: eta_i = 0.02_dp, eta_r = 0.03_dp
     !> 0: chosen from N.
-    integer :: nnb_target = 0, nnbmax = 0
+    integer :: nnb_target = 0, nnbmax = 0, npact = 0
     real(dp) :: smax = 0
     !> Stop (and say so in the table) after this many seconds; 0: no limit.
     real(dp) :: wall_limit = 0
@@ -203,6 +203,9 @@ contains
         modulo(0.5_dp * opt%tend, smax) /= 0 .or. (opt%tend > 1 .and. modulo(1.0_dp, smax) /= 0)))
       smax = 0.5_dp * smax
     end do
+    ! NBODY6's NPACT (75, 100, 150, 200 by N), raised to where predicting
+    ! the members and their lists (about NPACT * <NB> bodies) stops being
+    ! clearly cheaper than predicting all N.
     if (n <= 5000) then
       npact = 75
     else if (n <= 50000) then
@@ -212,6 +215,8 @@ contains
     else
       npact = 200
     end if
+    npact = max(npact, n / (2 * nnb_target))
+    if (opt%npact > 0) npact = opt%npact
     bodym = sum(body) / n
     znbmax = 0.9_dp * nnbmax
     znbmin = max(0.2_dp * nnbmax, 1.0_dp)

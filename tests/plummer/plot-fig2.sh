@@ -1,8 +1,9 @@
 #!/bin/sh
 # plot-fig2.sh CSV PNG [GNUPLOT] -- Fig. 2 of Nitadori & Aarseth (2012) from
 # the CSV rows of plummer_ac: wall time of t = 2..4 and its regular-force and
-# irregular-force parts against N, log-log.  Rows stopped by the wall-clock
-# limit are left out.  Without gnuplot it says so and leaves the CSV alone.
+# irregular-force parts against N, log-log, for NBODY6's GPUNB path.  Rows
+# stopped by the wall-clock limit are left out.  Without gnuplot it uses
+# matplotlib if there, else says so and leaves the CSV alone.
 csv=$1
 png=$2
 gnuplot=${3:-}
@@ -14,13 +15,37 @@ if test -z "$gnuplot"; then
   gnuplot=`command -v gnuplot 2>/dev/null`
 fi
 if test -z "$gnuplot"; then
+  # Machines without gnuplot may have Python's matplotlib (the GPU machine does).
+  if python3 -c 'import matplotlib' >/dev/null 2>&1; then
+    python3 - "$csv" "$png" <<'PY'
+import csv, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+rows = sorted((int(r["n"]), float(r["wall_second"]), float(r["regular_second"]),
+               float(r["irregular_second"])) for r in csv.DictReader(open(sys.argv[1]))
+              if r["status"] == "complete" and r.get("gpunb_path", "nbody6") == "nbody6")
+if not rows:
+    print("plot-fig2: no complete run in %s: no %s" % (sys.argv[1], sys.argv[2]))
+    sys.exit(0)
+n = [r[0] for r in rows]
+for k, (label, mark) in enumerate([("total", "o-"), ("regular force (GPUNB)", "s-"),
+                                   ("irregular force (GPUIRR)", "^-")]):
+    plt.loglog(n, [r[k + 1] for r in rows], mark, label=label)
+plt.xlabel("N"); plt.ylabel("wall-clock time for t = 2..4 (s)"); plt.grid(True, which="both", alpha=0.3)
+plt.title("Plummer model, AC Hermite with nb6accel (Nitadori & Aarseth 2012, Fig. 2)")
+plt.legend(); plt.savefig(sys.argv[2], dpi=100)
+print("plot-fig2: wrote %s (matplotlib; gnuplot not found)" % sys.argv[2])
+PY
+    exit $?
+  fi
   echo "plot-fig2: gnuplot not found (install gnuplot-nox and re-run configure): no $png; the figures are in $csv"
   exit 0
 fi
 data=`mktemp`
 trap 'rm -f "$data"' EXIT
 # n, wall_second, regular_second, irregular_second of complete rows, sorted by N.
-awk -F, 'NR > 1 && $22 == "complete" { print $1, $7, $8, $9 }' "$csv" | sort -n > "$data"
+awk -F, 'NR > 1 && $22 == "complete" && $24 != "resident" { print $1, $7, $8, $9 }' "$csv" | sort -n > "$data"
 if ! test -s "$data"; then
   echo "plot-fig2: no complete run in $csv: no $png"
   exit 0

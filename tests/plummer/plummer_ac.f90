@@ -5,7 +5,7 @@
 !> to 4.  Reports at t = 0, 1, 2, 3, 4; a table at the end; -csv appends it.
 !>
 !>   plummer_ac [-n N] [-seed S] [-tend T] [-etai E] [-etar E] [-nnb NB]
-!>              [-nbmax NB] [-smax S] [-ic FILE] [-dump FILE] [-csv FILE]
+!>              [-nbmax NB] [-smax S] [-npact NP] [-ic FILE] [-dump FILE] [-csv FILE]
 !>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-q]
 program plummer_ac
   use, intrinsic :: iso_fortran_env, only: real64, error_unit, output_unit
@@ -50,6 +50,7 @@ program plummer_ac
     case ('-nnb'); opt%nnb_target = int_value(arg, val, 1)
     case ('-nbmax'); opt%nnbmax = int_value(arg, val, 2)
     case ('-smax'); opt%smax = real_value(arg, val, 1.0e-6_dp)
+    case ('-npact'); opt%npact = int_value(arg, val, 1)
     case ('-wall-limit'); opt%wall_limit = real_value(arg, val, 0.0_dp)
     case ('-progress'); opt%progress = real_value(arg, val, 0.0_dp)
     case ('-ic'); ic_file = val
@@ -109,6 +110,9 @@ contains
         '  -nnb NB         mean neighbour number aimed at (default 16 (N/1024)**0.3)', &
         '  -nbmax NB       largest neighbour number (NBODY6 NNBMAX, default 5 * target)', &
         '  -smax S         largest step, a power of two (default 1 for N <= 16k, else 1/8)', &
+        '  -npact NP       blocks of at most NP bodies and no regular one use', &
+        '                  GPUIRR_PRED_ACT, larger ones GPUIRR_PRED_ALL', &
+        '                  (default max(NBODY6''s 75..200, N / (2 target)))', &
         '  -csv FILE       append the final table as a CSV row', &
         '  -label TEXT     free text for the CSV row (machine, back-end)', &
         '  -dump FILE      write the final state as "m x y z vx vy vz" lines', &

@@ -38,6 +38,7 @@ elapsed() { echo $(( $(date +%s) - start )); }
     { tail -n 40 make.out; echo "BUILD OF TESTS FAILED"; exit 1; }
   echo "built after $(elapsed) s"
   echo "== tests of the driver on this machine's back-ends"
+  export OMP_NUM_THREADS=${PLUMMER_THREADS:-$(nproc)}
   ./tests/plummer/test_plummer_model 2>&1 | tail -n 3
   ./tests/plummer/test_plummer_run 2>&1 | grep -E 'back-end|kernel|PASS|FAIL|passed'
   echo "tests done after $(elapsed) s"
@@ -45,7 +46,10 @@ elapsed() { echo $(( $(date +%s) - start )); }
 cat "$log"
 
 cd /tmp/nb6-plummer-build || exit 1
+# The machine's image sets OMP_NUM_THREADS=1 (seen: 'threads = 1'): use every core.
+export OMP_NUM_THREADS=${PLUMMER_THREADS:-$(nproc)}
 export OMP_PROC_BIND=${OMP_PROC_BIND:-close} OMP_PLACES=${OMP_PLACES:-cores}
+echo "OMP_NUM_THREADS=$OMP_NUM_THREADS OMP_PROC_BIND=$OMP_PROC_BIND OMP_PLACES=$OMP_PLACES" | tee -a "$log"
 runs=$out/plummer-runs.log
 : >"$runs"
 for entry in $sizes; do
