@@ -19,7 +19,7 @@ module ac_run
 
   type :: run_options
     real(dp) :: tend = 4.0_dp
-    real(dp) :: eta_i = 0.02_dp, eta_r = 0.03_dp
+    real(dp) :: eta_i = 0.02_dp, eta_r = 0.02_dp
     !> 0: chosen from N.
     integer :: nnb_target = 0, nnbmax = 0, npact = 0
     real(dp) :: smax = 0

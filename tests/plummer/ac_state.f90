@@ -16,7 +16,7 @@ module ac_state
 
   ! ---- parameters of the run (set once by ac_setup) -------------------------
   integer :: n = 0
-  real(dp) :: eta_i = 0.02_dp, eta_r = 0.03_dp
+  real(dp) :: eta_i = 0.02_dp, eta_r = 0.02_dp
   !> Largest step (a power of two, so that report times are block times).
   real(dp) :: smax = 0.125_dp
   !> Mean neighbour number aimed at, the maximum (NBODY6's NNBMAX), and the

@@ -106,7 +106,7 @@ contains
         '  -ic FILE        read "m x y z vx vy vz" lines instead (used as given)', &
         '  -tend T         end time (default 4; timing of the second half, t = 2..4)', &
         '  -etai E         irregular accuracy parameter (default 0.02)', &
-        '  -etar E         regular accuracy parameter (default 0.03)', &
+        '  -etar E         regular accuracy parameter (default 0.02)', &
         '  -nnb NB         mean neighbour number aimed at (default 16 (N/1024)**0.3)', &
         '  -nbmax NB       largest neighbour number (NBODY6 NNBMAX, default 5 * target)', &
         '  -smax S         largest step, a power of two (default 1 for N <= 16k, else 1/8)', &
