@@ -2,17 +2,18 @@
 !> and virial ratio 1/2 to rounding (checked with a direct double sum here,
 !> not with the GPUPOT the generator scales with), centre of mass at rest at
 !> the origin, equal masses summing to 1, the half-mass radius of a Plummer
-!> model (0.769 in these units), radii within the cut, and the same model
-!> for the same seed.
+!> model (0.769 in these units), radii within the cut, the same model for
+!> the same seed, and a model written as text read back unchanged.
 program test_plummer_model
   use, intrinsic :: iso_fortran_env, only: real64
-  use plummer_model, only: plummer_generate, half_mass_radius
+  use plummer_model, only: plummer_generate, half_mass_radius, plummer_read
   implicit none
   integer, parameter :: dp = real64
   integer, parameter :: n = 8192, seed = 20120905
   real(dp), allocatable :: body(:), x(:,:), v(:,:), x2(:,:), v2(:,:)
+  real(dp), allocatable :: br(:), xr(:,:), vr(:,:)
   real(dp) :: t, w, e, q, cx(3), cv(3), rh, rmax, a
-  integer :: npass, nfail, i, j
+  integer :: npass, nfail, i, j, unit, nr
 
   npass = 0; nfail = 0
   allocate(body(n), x(3,n), v(3,n), x2(3,n), v2(3,n))
@@ -58,6 +59,21 @@ program test_plummer_model
   call check('same seed, same model', all(x2 == x) .and. all(v2 == v), maxval(abs(x2 - x)))
   call plummer_generate(n, seed + 1, body, x2, v2)
   call check('other seed, other model', any(x2 /= x), maxval(abs(x2 - x)))
+
+  ! A text model as -ic reads it: comment and blank lines skipped, values
+  ! back bit for bit (17 significant digits).
+  open(newunit=unit, file='test_plummer_model.ic', status='replace', action='write')
+  write(unit, '(a)') '# m x y z vx vy vz', ''
+  do i = 1, n
+    write(unit, '(7es25.16e3)') body(i), x(:,i), v(:,i)
+  end do
+  close(unit)
+  call plummer_read('test_plummer_model.ic', nr, br, xr, vr)
+  open(newunit=unit, file='test_plummer_model.ic', status='old')
+  close(unit, status='delete')
+  call check('text model read back: count', nr == n, real(nr, dp))
+  call check('text model read back: values', all(xr == x) .and. all(vr == v) .and. all(br == body), &
+      maxval(abs(xr - x)))
 
   write(*, '(a,i0,a,i0,a)') 'test_plummer_model: ', npass, ' passed, ', nfail, ' failed'
   if (nfail > 0) stop 1
