@@ -178,8 +178,12 @@ static void SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double 
     const float *rec = g->rec;
     const int *lists = g->lists;
     const size_t lmax = (size_t)g->lmax;
-    /* A block of a few particles costs less than waking the team. */
-#pragma omp parallel for schedule(dynamic, 8) if (ni >= 32)
+    /* Chunks of about 1/8 of a thread's share (1..32 particles): small blocks
+     * still spread over every thread, large ones do not queue on the shared
+     * counter.  A block of a few particles costs less than waking the team. */
+    int chunk = ni / (8 * nb6_max_threads());
+    chunk = chunk < 1 ? 1 : chunk > 32 ? 32 : chunk;
+#pragma omp parallel for schedule(dynamic, chunk) if (ni >= 32)
     for (int n = 0; n < ni; n++) {
         int s = addr[n] - 1;
         /* the next i of this thread's chunk, while this one computes */
