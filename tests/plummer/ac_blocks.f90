@@ -9,7 +9,7 @@ module ac_blocks
   use ac_state, only: dp, n, smax, step, maxlevel
   implicit none
   private
-  public :: blocks_init, blocks_next, blocks_move, blocks_free, level_of
+  public :: blocks_init, blocks_next, blocks_move, blocks_free, level_of, level_changed
 
   type :: level_list
     integer, allocatable :: idx(:)
@@ -76,11 +76,19 @@ contains
     end do
   end subroutine blocks_next
 
-  !> After a block: move the particles whose step changed to their level.
-  subroutine blocks_move(nact, act)
+  !> Whether body i's step left its level (read-only: safe in parallel).
+  logical function level_changed(i)
+    integer, intent(in) :: i
+    level_changed = level_of(step(i)) /= level(i) .or. fraction(step(i)) /= 0.5_dp
+  end function level_changed
+
+  !> After a block: move the bodies flagged by level_changed to their level.
+  subroutine blocks_move(nact, act, moved)
     integer, intent(in) :: nact, act(:)
+    logical, intent(in) :: moved(:)
     integer :: k, i, l
     do k = 1, nact
+      if (.not. moved(k)) cycle
       i = act(k)
       l = checked_level(i)
       if (l /= level(i)) then

@@ -14,9 +14,10 @@
 !> while the host corrects the previous one; GPUNB_SET_JP joins step 6.
 module ac_integrator
   use, intrinsic :: iso_c_binding, only: c_int, c_double
+  use, intrinsic :: iso_fortran_env, only: int64
   use nb6accel
   use ac_state
-  use ac_blocks, only: blocks_next, blocks_move
+  use ac_blocks, only: blocks_next, blocks_move, level_changed
   use ac_correct, only: predict_body, irregular_correct, regular_correct
   use ac_forces, only: regular_chunk_start, regular_chunk_finish, send_particle, xi, vi, gacc, gjrk, &
       listgp, gf, gfd
@@ -26,7 +27,7 @@ module ac_integrator
   public :: integrator_init, integrator_free, block_step
 
   integer, allocatable :: act(:), ireg(:)
-  logical, allocatable :: due(:)
+  logical, allocatable :: due(:), moved(:)
   real(dp), allocatable :: gfa(:,:), gfda(:,:)
   !> Below this many bodies a loop runs on one thread (an OpenMP region
   !> costs more than the work; NBODY6 uses NPMAX = 16 for the same reason).
@@ -35,17 +36,18 @@ module ac_integrator
 contains
 
   subroutine integrator_init()
-    allocate(act(n), ireg(n), due(n), gfa(3,n), gfda(3,n))
+    allocate(act(n), ireg(n), due(n), moved(n), gfa(3,n), gfda(3,n))
   end subroutine integrator_init
 
   subroutine integrator_free()
-    if (allocated(act)) deallocate(act, ireg, due, gfa, gfda)
+    if (allocated(act)) deallocate(act, ireg, due, moved, gfa, gfda)
   end subroutine integrator_free
 
   !> Advance the next block; returns its time.
   subroutine block_step(tblock)
     real(dp), intent(out) :: tblock
     integer :: nact, nreg, k, i, j0, ni
+    integer(int64) :: nbs
     integer(c_int) :: nc, one, nn
     real(dp) :: t
 
@@ -53,13 +55,20 @@ contains
     time = tblock
     nblock = nblock + 1
 
-    nreg = 0
+    ! Every per-body pass is an OpenMP loop when the block is large: the
+    ! bodies are scattered over memory, and serial passes over them would
+    ! cap the speed-up of the whole step (Amdahl).
+    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i)
     do k = 1, nact
       i = act(k)
       due(k) = tnew(i) >= t0r(i) + stepr(i)
+    end do
+    !$omp end parallel do
+    nreg = 0
+    do k = 1, nact
       if (due(k)) then
         nreg = nreg + 1
-        ireg(nreg) = i
+        ireg(nreg) = act(k)
       end if
     end do
 
@@ -82,18 +91,21 @@ contains
 
     ! Irregular corrector.  Without regular bodies nothing reads GPUIRR's
     ! predictions any more, so the new state can go to GPUIRR at once.
-    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i)
+    nbs = 0
+    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i) reduction(+:nbs)
     do k = 1, nact
       i = act(k)
       call predict_body(i)
       call irregular_correct(i, gfa(:,k), gfda(:,k), due(k))
-      if (nreg == 0) call send_particle(i)
+      nbs = nbs + nnb(i)
+      if (nreg == 0) then
+        call send_particle(i)
+        moved(k) = level_changed(i)
+      end if
     end do
     !$omp end parallel do
     nstepi = nstepi + nact
-    do k = 1, nact
-      nb_sum = nb_sum + nnb(act(k))
-    end do
+    nb_sum = nb_sum + nbs
 
     if (nreg > 0) then
       nblckr = nblckr + 1
@@ -113,11 +125,12 @@ contains
       !$omp parallel do if (nact >= par_min) schedule(static) private(k)
       do k = 1, nact
         call send_particle(act(k))
+        moved(k) = level_changed(act(k))
       end do
       !$omp end parallel do
     end if
 
-    call blocks_move(nact, act)
+    call blocks_move(nact, act, moved)
   contains
     !> One chunk of the regular subset: new lists and forces, then the
     !> regular corrector.
