@@ -566,5 +566,9 @@ int gpunb_potential(int n, const double *m, const double (*x)[3], double *pot)
 #endif
         }
     }
+#ifdef NB6ACCEL_HAVE_GPUNB_SIMD
+    if (!(nb6_getenv("NB6ACCEL_GPUNB") && strcmp(nb6_getenv("NB6ACCEL_GPUNB"), "reference") == 0))
+        return gpunb_simd_potential(n, m, x, pot);
+#endif
     return gpunb_cpu_potential(n, m, x, pot);
 }

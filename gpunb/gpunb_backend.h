@@ -58,6 +58,8 @@ typedef struct gpunb_jrecords {
 NB6_INTERNAL extern const gpunb_backend_ops gpunb_backend_cpu; /* reference, double */
 #ifdef NB6ACCEL_HAVE_GPUNB_SIMD
 NB6_INTERNAL extern const gpunb_backend_ops gpunb_backend_simd; /* SIMD + OpenMP */
+/* Host potential in double on the SIMD units (gpunb/simd/). */
+NB6_INTERNAL int gpunb_simd_potential(int n, const double *m, const double (*x)[3], double *pot);
 #endif
 #ifdef NB6ACCEL_HAVE_CUDA
 NB6_INTERNAL extern const gpunb_backend_ops gpunb_backend_cuda;
