@@ -79,11 +79,13 @@ contains
     real(dp) :: t
 
     t = wall_seconds()
+    !$omp parallel do if (ni >= 256) schedule(static) private(ll, i)
     do ll = 1, ni
       i = idx(ll)
       h2i(ll) = rs(i)**2 / bodym
       dtr(ll) = merge(stepr(i), 0.0_dp, use_steps)
     end do
+    !$omp end parallel do
     nic = ni; lm = lmax; nbm = nbmax
     if (async) then
       call gpunb_regf_start(nic, idx, h2i, dtr, lm, nbm)
@@ -116,10 +118,12 @@ contains
     t = wall_seconds()
     nic = ni; lm = lmax; nbm = nbmax
     if (async) call gpunb_regf_finish(gacc, gjrk, gpot, listgp)
+    !$omp parallel do if (ni >= 256) schedule(static) private(ll)
     do ll = 1, ni
       xi(:,ll) = x(:,idx(ll))
       vi(:,ll) = xdot(:,idx(ll))
     end do
+    !$omp end parallel do
     growths = 0
     do
       nfail = 0
