@@ -1,8 +1,9 @@
 #!/bin/sh
 # plot-fig2.sh CSV PNG [GNUPLOT] -- Fig. 2 of Nitadori & Aarseth (2012) from
 # the CSV rows of plummer_ac: wall time of t = 2..4 and its regular-force and
-# irregular-force parts against N, log-log, for NBODY6's GPUNB path.  Rows
-# stopped by the wall-clock limit are left out.  Without gnuplot it uses
+# irregular-force parts against N, log-log, for NBODY6's GPUNB path (the
+# first complete row of each N; rows stopped by the wall-clock limit are
+# left out).  Without gnuplot it uses
 # matplotlib if there, else says so and leaves the CSV alone.
 csv=$1
 png=$2
@@ -22,9 +23,12 @@ import csv, sys
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-rows = sorted((int(r["n"]), float(r["wall_second"]), float(r["regular_second"]),
-               float(r["irregular_second"])) for r in csv.DictReader(open(sys.argv[1]))
-              if r["status"] == "complete" and r.get("gpunb_path", "nbody6") == "nbody6")
+first = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["status"] == "complete" and r.get("gpunb_path", "nbody6") == "nbody6":
+        first.setdefault(int(r["n"]), (float(r["wall_second"]), float(r["regular_second"]),
+                                       float(r["irregular_second"])))
+rows = sorted((k,) + v for k, v in first.items())
 if not rows:
     print("plot-fig2: no complete run in %s: no %s" % (sys.argv[1], sys.argv[2]))
     sys.exit(0)
@@ -45,7 +49,8 @@ fi
 data=`mktemp`
 trap 'rm -f "$data"' EXIT
 # n, wall_second, regular_second, irregular_second of complete rows, sorted by N.
-awk -F, 'NR > 1 && $22 == "complete" && $24 != "resident" { print $1, $7, $8, $9 }' "$csv" | sort -n > "$data"
+awk -F, 'NR > 1 && $22 == "complete" && $24 != "resident" && !seen[$1]++ { print $1, $7, $8, $9 }' \
+  "$csv" | sort -n > "$data"
 if ! test -s "$data"; then
   echo "plot-fig2: no complete run in $csv: no $png"
   exit 0

@@ -6,7 +6,8 @@
 # ./bootstrap here, then run that command carrying .devtools configure
 # Makefile.in aclocal.m4 config.h.in build-aux m4.  Builds out of tree in
 # /tmp, runs the driver's tests on this machine's back-ends, then one run per
-# entry of PLUMMER_SIZES ("N", or "Nr" for the resident GPUNB path) with a
+# entry of PLUMMER_SIZES ("N"; "Nr" for the resident GPUNB path; "N@NB" or
+# "Nr@NB" with a target <NB> of NB) with a
 # wall-clock limit so that the whole call stays within PLUMMER_BUDGET seconds
 # (default 530).  Leaves in $OUT: plummer-device.log (hardware, build,
 # tests, summary lines), plummer-runs.log (every run in full), plummer.csv,
@@ -53,9 +54,11 @@ echo "OMP_NUM_THREADS=$OMP_NUM_THREADS OMP_PROC_BIND=$OMP_PROC_BIND OMP_PLACES=$
 runs=$out/plummer-runs.log
 : >"$runs"
 for entry in $sizes; do
-  n=${entry%r}
+  # "N", "Nr" (resident GPUNB path), "N@NB" (target <NB>), "Nr@NB".
+  n=${entry%@*}
   extra=
-  [ "$n" != "$entry" ] && extra=-resident
+  [ "$n" != "$entry" ] && extra="-nnb ${entry#*@}"
+  case $n in *r) n=${n%r}; extra="$extra -resident" ;; esac
   left=$(( budget - $(elapsed) ))
   if [ "$left" -lt 40 ]; then
     echo "== N = $n $extra skipped: only $left s of the budget left" | tee -a "$log"
