@@ -174,6 +174,7 @@ contains
 
     ! GPU indices are 0-based into the j-set (IFIRST = 1 here): add 1, drop
     ! self, hand the list to GPUIRR (concurrent SET_LIST with distinct i).
+    t = wall_seconds()
     !$omp parallel do if (ni >= 64) schedule(static) private(ll, i, l1, l, item, c)
     do ll = 1, ni
       i = idx(ll)
@@ -191,6 +192,7 @@ contains
       call set_list(i, listgp(:,ll))
     end do
     !$omp end parallel do
+    wall_corr_reg = wall_corr_reg + (wall_seconds() - t)
   end subroutine regular_chunk_finish
 
   subroutine set_list(i, column)

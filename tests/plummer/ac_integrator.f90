@@ -91,6 +91,7 @@ contains
 
     ! Irregular corrector.  Without regular bodies nothing reads GPUIRR's
     ! predictions any more, so the new state can go to GPUIRR at once.
+    t = wall_seconds()
     nbs = 0
     !$omp parallel do if (nact >= par_min) schedule(static) private(k, i) reduction(+:nbs)
     do k = 1, nact
@@ -106,6 +107,7 @@ contains
     !$omp end parallel do
     nstepi = nstepi + nact
     nb_sum = nb_sum + nbs
+    wall_corr_irr = wall_corr_irr + (wall_seconds() - t)
 
     if (nreg > 0) then
       nblckr = nblckr + 1
@@ -122,12 +124,14 @@ contains
         call regular_chunk_with_old_counts(ni, j0)
       end do
       nstepr = nstepr + nreg
+      t = wall_seconds()
       !$omp parallel do if (nact >= par_min) schedule(static) private(k)
       do k = 1, nact
         call send_particle(act(k))
         moved(k) = level_changed(act(k))
       end do
       !$omp end parallel do
+      wall_setjp = wall_setjp + (wall_seconds() - t)
     end if
 
     call blocks_move(nact, act, moved)
@@ -157,6 +161,7 @@ contains
       call gpuirr_firr_vec(nic, ireg(j0 + 1:), gf, gfd)
       wall_irregular = wall_irregular + (wall_seconds() - t)
       nvoid = nvoid + count(nnb(ireg(j0 + 1:j0 + ni)) == 0)
+      t = wall_seconds()
       !$omp parallel do if (ni >= par_min) schedule(static) private(ll, i)
       do ll = 1, ni
         i = ireg(j0 + ll)
@@ -164,6 +169,7 @@ contains
             listgp(:,ll), nnb0(ll))
       end do
       !$omp end parallel do
+      wall_corr_reg = wall_corr_reg + (wall_seconds() - t)
     end subroutine regular_chunk_with_old_counts
   end subroutine block_step
 end module ac_integrator

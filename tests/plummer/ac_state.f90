@@ -60,6 +60,10 @@ module ac_state
   !> Regular force: CXVPRED + GPUNB_SEND + GPUNB_REGF (retries included).
   !> Irregular force: GPUIRR_PRED_ALL/PRED_ACT + GPUIRR_FIRR_VEC.
   real(dp) :: wall_regular = 0, wall_irregular = 0
+  !> Parts of the rest: the irregular corrector loop (with GPUIRR_SET_JP in
+  !> blocks without regular bodies), the regular corrector and list
+  !> hand-over, GPUIRR_SET_JP after regular blocks.
+  real(dp) :: wall_corr_irr = 0, wall_corr_reg = 0, wall_setjp = 0
 
 contains
 
@@ -80,6 +84,6 @@ contains
     n = 0
     time = 0
     nstepi = 0; nstepr = 0; nblock = 0; nblckr = 0; noverflow = 0; nvoid = 0; nb_sum = 0
-    wall_regular = 0; wall_irregular = 0
+    wall_regular = 0; wall_irregular = 0; wall_corr_irr = 0; wall_corr_reg = 0; wall_setjp = 0
   end subroutine state_free
 end module ac_state

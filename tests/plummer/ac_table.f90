@@ -26,6 +26,10 @@ contains
     write(output_unit, '(i8,2f12.3,3f10.3,2i14,f7.1,es11.2)') r%n, r%wall_first, r%wall_second, &
         r%regular_second, r%irregular_second, r%rest_second, r%nreg_second, r%nirr_second, &
         r%mean_nb, r%de_over_e
+    write(output_unit, '(a,4(f0.3,a))') '# rest = irregular corrector ', r%corr_irr_second, &
+        ' + regular corrector and lists ', r%corr_reg_second, ' + SET_JP after regular blocks ', &
+        r%setjp_second, ' + scheduling ', &
+        r%rest_second - r%corr_irr_second - r%corr_reg_second - r%setjp_second, ' s'
     if (.not. r%complete) write(output_unit, '(a,f10.5,a)') &
         '# STOPPED by the wall-clock limit at t = ', r%treached, ': figures cover only part of the run'
     flush(output_unit)
