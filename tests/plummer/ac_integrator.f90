@@ -57,8 +57,9 @@ contains
 
     ! Every per-body pass is an OpenMP loop when the block is large: the
     ! bodies are scattered over memory, and serial passes over them would
-    ! cap the speed-up of the whole step (Amdahl).
-    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i)
+    ! cap the speed-up of the whole step (Amdahl).  This one does little per
+    ! body, so it pays for an OpenMP region only in large blocks.
+    !$omp parallel do if (nact >= 8 * par_min) schedule(static) private(k, i)
     do k = 1, nact
       i = act(k)
       due(k) = tnew(i) >= t0r(i) + stepr(i)

@@ -220,9 +220,10 @@ contains
         modulo(0.5_dp * opt%tend, smax) /= 0 .or. (opt%tend > 1 .and. modulo(1.0_dp, smax) /= 0)))
       smax = 0.5_dp * smax
     end do
-    ! NBODY6's NPACT (75, 100, 150, 200 by N), raised to where predicting
-    ! the members and their lists (about NPACT * <NB> bodies) stops being
-    ! clearly cheaper than predicting all N.
+    ! NBODY6's NPACT (75, 100, 150, 200 by N).  PRED_ACT gathers the members
+    ! and their lists on one thread (about NPACT * <NB> bodies), PRED_ALL
+    ! predicts all N on every thread: with many threads NBODY6's values are
+    ! about where the two cost the same.
     if (n <= 5000) then
       npact = 75
     else if (n <= 50000) then
@@ -232,7 +233,6 @@ contains
     else
       npact = 200
     end if
-    npact = max(npact, n / (2 * nnb_target))
     if (opt%npact > 0) npact = opt%npact
     bodym = sum(body) / n
     znbmax = 0.9_dp * nnbmax

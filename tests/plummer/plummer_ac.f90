@@ -112,7 +112,8 @@ contains
         '  -smax S         largest step, a power of two (default 1 for N <= 16k, else 1/8)', &
         '  -npact NP       blocks of at most NP bodies and no regular one use', &
         '                  GPUIRR_PRED_ACT, larger ones GPUIRR_PRED_ALL', &
-        '                  (default max(NBODY6''s 75..200, N / (2 target)))', &
+        '                  (default NBODY6''s: 75, 100, 150, 200 for N up to 5000,', &
+        '                  50000, 100000, above)', &
         '  -csv FILE       append the final table as a CSV row', &
         '  -label TEXT     free text for the CSV row (machine, back-end)', &
         '  -dump FILE      write the final state as "m x y z vx vy vz" lines', &
