@@ -7,9 +7,9 @@
 # Makefile.in aclocal.m4 config.h.in build-aux m4.  Builds out of tree in
 # /tmp, runs the driver's tests on this machine's back-ends, then one run per
 # entry of PLUMMER_SIZES ("N"; "Nr" for the resident GPUNB path; "N@NB" or
-# "Nr@NB" with a target <NB> of NB) with a
-# wall-clock limit so that the whole call stays within PLUMMER_BUDGET seconds
-# (default 530).  Leaves in $OUT: plummer-device.log (hardware, build,
+# "Nr@NB" with a target <NB> of NB; "+OPT+VAL" appended for more options)
+# with a wall-clock limit so that the whole call stays within PLUMMER_BUDGET
+# seconds (default 530).  Leaves in $OUT: plummer-device.log (hardware, build,
 # tests, summary lines), plummer-runs.log (every run in full), plummer.csv,
 # plummer-fig2.png (if gnuplot is there).  PLUMMER_ARGS go to every run.
 set -u -o pipefail
@@ -54,11 +54,15 @@ echo "OMP_NUM_THREADS=$OMP_NUM_THREADS OMP_PROC_BIND=$OMP_PROC_BIND OMP_PLACES=$
 runs=$out/plummer-runs.log
 : >"$runs"
 for entry in $sizes; do
-  # "N", "Nr" (resident GPUNB path), "N@NB" (target <NB>), "Nr@NB".
+  # "N", "Nr" (resident GPUNB path), "N@NB" (target <NB>), "Nr@NB", and any
+  # of these followed by "+OPTION+VALUE..." (more options, '+' for space).
+  more=
+  case $entry in *+*) more=$(echo "${entry#*+}" | tr '+' ' '); entry=${entry%%+*} ;; esac
   n=${entry%@*}
   extra=
   [ "$n" != "$entry" ] && extra="-nnb ${entry#*@}"
   case $n in *r) n=${n%r}; extra="$extra -resident" ;; esac
+  extra="$extra $more"
   left=$(( budget - $(elapsed) ))
   if [ "$left" -lt 40 ]; then
     echo "== N = $n $extra skipped: only $left s of the budget left" | tee -a "$log"
