@@ -105,13 +105,45 @@ static inline void flush(i_sums *q, double a[3], double jk[3])
     q->ax = q->ay = q->az = q->jx = q->jy = q->jz = simd_zero();
 }
 
+/* One cache line into L1.  An asm statement, because GCC deletes a loop
+ * whose body is only __builtin_prefetch (it has no side effect for it). */
+static inline void prefetch_line(const void *p)
+{
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
+#else
+    __builtin_prefetch(p);
+#endif
+}
+
+/* Prefetches of the records of the next list, spread over the groups of
+ * this one: members are scattered over all N, so without them every pair
+ * waits for a cache miss, and a burst of ~90 misses at once queues on the
+ * core's few line-fill buffers and stalls it; a few per group keep the
+ * misses in flight while the arithmetic goes on. */
+typedef struct next_list {
+    const float *base;   /* record of member m at base + GPUIRR_REC m */
+    const int *members;  /* next list's members, 1-based              */
+    int done, len;       /* members prefetched so far, list length     */
+} next_list;
+
+static inline __attribute__((always_inline)) void prefetch_some(next_list *nx, int count)
+{
+    int end = nx->done + count < nx->len ? nx->done + count : nx->len;
+    for (int e = nx->done; e < end; e++)
+        prefetch_line(nx->base + GPUIRR_REC * (size_t)(unsigned)nx->members[e]);
+    nx->done = end;
+}
+
 /* Sum over the list of slot s, SIMD over the members, each group of
  * SIMD_VL loaded as whole records and transposed.  The tail is the same with
- * the missing lanes pointing at the first member (a record already in
- * cache) and masked off by giving them mass 0, so they add exactly 0;
- * gathers would cost more there than a full group. */
-static inline void force_one(const float *restrict rec, const int *restrict col, int s,
-                             double acc[3], double jrk[3])
+ * the missing lanes pointing at the first member of the tail (a record
+ * already being loaded) and masked off by giving them mass 0, so they add
+ * exactly 0; gathers would cost more there than a full group. */
+static inline __attribute__((always_inline)) void force_one(const float *restrict rec,
+                                                            const int *restrict col, int s,
+                                                            next_list *nx, double acc[3],
+                                                            double jrk[3])
 {
     /* Member m (1-based) has its record at base + GPUIRR_REC * m. */
     const float *base = rec - GPUIRR_REC;
@@ -130,17 +162,21 @@ static inline void force_one(const float *restrict rec, const int *restrict col,
     simd_f f[12];
     double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0};
     int e = 0, groups = 0;
+    /* Prefetches per group: the next list over this list's groups. */
+    const int per_group = SIMD_VL < 16 ? SIMD_VL : 16;
     for (; e + SIMD_VL <= len; e += SIMD_VL) {
+        prefetch_some(nx, per_group);
         simd_load_records(base, members + e, f);
         add_pairs(&q, f);
         if (++groups == FLUSH_GROUPS) /* long lists: keep the float sums short */
             flush(&q, a, jk), groups = 0;
     }
+    prefetch_some(nx, nx->len);
     if (e < len) {
         const int left = len - e;
         int idx[SIMD_VL];
         for (int l = 0; l < SIMD_VL; l++)
-            idx[l] = members[l < left ? e + l : 0];
+            idx[l] = members[l < left ? e + l : e];
         simd_load_records(base, idx, f);
         f[GPUIRR_REC_MASS] = simd_keep(f[GPUIRR_REC_MASS], simd_first(left));
         add_pairs(&q, f);
@@ -152,24 +188,14 @@ static inline void force_one(const float *restrict rec, const int *restrict col,
     }
 }
 
-/* One cache line into L1.  An asm statement, because GCC deletes a loop
- * whose body is only __builtin_prefetch (it has no side effect for it). */
-static inline void prefetch_line(const void *p)
+/* The list of slot s's lines (at most the first 10: the rest follow in
+ * sequence, where the hardware prefetcher finds them). */
+static inline void prefetch_list_lines(const int *col, size_t lmax)
 {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-    __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
-#else
-    __builtin_prefetch(p);
-#endif
-}
-
-/* Ask for the records of a list before they are needed: members are
- * scattered over all N, so without this every pair waits for a cache miss. */
-static inline void prefetch_list(const float *rec, const int *col)
-{
-    const float *base = rec - GPUIRR_REC;
-    for (int e = 1; e <= col[0]; e++)
-        prefetch_line(base + GPUIRR_REC * (ptrdiff_t)col[e]);
+    size_t lines = (lmax * sizeof(int) + 63) / 64 + 1;
+    lines = lines < 10 ? lines : 10;
+    for (size_t k = 0; k < lines; k++)
+        prefetch_line((const char *)col + 64 * k);
 }
 
 static void SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
@@ -185,11 +211,19 @@ static void SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double 
     chunk = chunk < 1 ? 1 : chunk > 32 ? 32 : chunk;
 #pragma omp parallel for schedule(dynamic, chunk) if (ni >= 32)
     for (int n = 0; n < ni; n++) {
-        int s = addr[n] - 1;
-        /* the next i of this thread's chunk, while this one computes */
-        if (n + 1 < ni)
-            prefetch_list(rec, lists + (size_t)(addr[n + 1] - 1) * lmax);
-        force_one(rec, lists + (size_t)s * lmax, s, acc[n], jrk[n]);
+        const int s = addr[n] - 1;
+        /* Two steps ahead: the list two particles on (its lines come from
+         * memory while the next one's members are being prefetched), and
+         * the next particle's members, spread over this one's groups. */
+        if (n + 2 < ni)
+            prefetch_list_lines(lists + (size_t)(addr[n + 2] - 1) * lmax, lmax);
+        next_list nx = {rec - GPUIRR_REC, NULL, 0, 0};
+        if (n + 1 < ni) {
+            const int *next = lists + (size_t)(addr[n + 1] - 1) * lmax;
+            nx.members = next + 1;
+            nx.len = next[0];
+        }
+        force_one(rec, lists + (size_t)s * lmax, s, &nx, acc[n], jrk[n]);
     }
 }
 

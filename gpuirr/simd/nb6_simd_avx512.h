@@ -51,30 +51,34 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
     return _mm512_fmadd_ps(_mm512_mul_ps(y, _mm512_set1_ps(0.5f)), e, y);
 }
 
-/* Indices p[0..min(n,VL)-1] times 16 (a predicted record is 16 floats);
- * the rest is never read. */
 /* Fields 0..11 of the 16-float records at base + 16 idx[l], l = 0..SIMD_VL-1
  * (16-byte aligned), as vectors: out[f] lane l = base[16 idx[l] + f].  Three
- * aligned 128-bit loads per record and 4x4 transposes: cheaper than ten
- * gathers, which fetch the same cache line ten times. */
+ * aligned 128-bit loads per record (the load inserts them straight into the
+ * 128-bit lane of the vector that collects them) and 4x4 transposes: cheaper
+ * than ten gathers, which fetch the same cache line ten times.  Record-major
+ * order, so that one record's address is live at a time (the compiler spills
+ * sixteen live indices). */
 static inline __attribute__((always_inline)) void simd_load_records(const float *base, const int *idx, simd_f out[12])
 {
+    __m512 r[3][4];
+#pragma GCC unroll 16
+    for (int l = 0; l < 16; l++) {
+        /* unsigned: the index is zero-extended by the load itself */
+        const float *p = base + 16 * (size_t)(unsigned)idx[l];
+        const int g = l & 3, lane = l >> 2;
+#pragma GCC unroll 3
+        for (int c = 0; c < 3; c++) {
+            __m128 v = _mm_load_ps(p + 4 * c);
+            r[c][g] = lane == 0 ? _mm512_broadcast_f32x4(v) : _mm512_insertf32x4(r[c][g], v, lane);
+        }
+    }
 #pragma GCC unroll 3
     for (int c = 0; c < 3; c++) {
-        __m512 r[4];
-#pragma GCC unroll 4
-        for (int g = 0; g < 4; g++) {
-            __m512 v = _mm512_castps128_ps512(_mm_load_ps(base + 16 * (ptrdiff_t)idx[g] + 4 * c));
-            v = _mm512_insertf32x4(v, _mm_load_ps(base + 16 * (ptrdiff_t)idx[g + 4] + 4 * c), 1);
-            v = _mm512_insertf32x4(v, _mm_load_ps(base + 16 * (ptrdiff_t)idx[g + 8] + 4 * c), 2);
-            v = _mm512_insertf32x4(v, _mm_load_ps(base + 16 * (ptrdiff_t)idx[g + 12] + 4 * c), 3);
-            r[g] = v;
-        }
         /* In 128-bit lane L, row g is record g + 4L: transpose each 4x4. */
-        __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(r[0], r[1]));
-        __m512d t1 = _mm512_castps_pd(_mm512_unpackhi_ps(r[0], r[1]));
-        __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(r[2], r[3]));
-        __m512d t3 = _mm512_castps_pd(_mm512_unpackhi_ps(r[2], r[3]));
+        __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(r[c][0], r[c][1]));
+        __m512d t1 = _mm512_castps_pd(_mm512_unpackhi_ps(r[c][0], r[c][1]));
+        __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(r[c][2], r[c][3]));
+        __m512d t3 = _mm512_castps_pd(_mm512_unpackhi_ps(r[c][2], r[c][3]));
         out[4 * c + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
         out[4 * c + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
         out[4 * c + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
