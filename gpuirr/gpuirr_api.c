@@ -253,7 +253,7 @@ int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double t)
 
 int gpuirr_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*jrk)[3])
 {
-    double t0 = nb6_clock(), interactions = 0.0;
+    double t0 = nb6_clock();
     int st;
     if (!g)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_force: called before gpuirr_open (handle is NULL)");
@@ -263,12 +263,18 @@ int gpuirr_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*
         return GPUIRR_OK;
     if (!addr || !acc || !jrk)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_force: a NULL array (addr, acc or jrk)");
-    for (int n = 0; n < ni; n++) {
-        if ((st = check_addr(g, "gpuirr_force", "addr[n]", addr[n])))
-            return st;
-        interactions += g->lists[(size_t)(addr[n] - 1) * (size_t)g->lmax];
+    /* One pass that reads only addr (it vectorises); the lists are read
+     * once, by the kernel, in parallel. */
+    int lo = addr[0], hi = addr[0];
+    for (int n = 1; n < ni; n++) {
+        lo = addr[n] < lo ? addr[n] : lo;
+        hi = addr[n] > hi ? addr[n] : hi;
     }
-    g->kernel->force(g, ni, addr, acc, jrk);
+    if (lo < 1 || hi > g->nmax)
+        for (int n = 0; n < ni; n++)
+            if ((st = check_addr(g, "gpuirr_force", "addr[n]", addr[n])))
+                return st;
+    double interactions = g->kernel->force(g, ni, addr, acc, jrk);
     g->stats.force_calls++;
     g->stats.particles_forced += ni;
     g->stats.interactions += interactions;

@@ -43,8 +43,11 @@ typedef struct gpuirr_kernel {
     void (*predict_range)(gpuirr *g, int first, int last, double t);
     /* Predict the n slots slot[0..n-1] (distinct) to t. */
     void (*predict_slots)(gpuirr *g, int n, const int *slot, double t);
-    /* Irregular force as gpuirr_force documents; addr already checked. */
-    void (*force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*jrk)[3]);
+    /* Irregular force as gpuirr_force documents; addr already checked.
+     * Returns the number of pairs summed (the sum of the list lengths),
+     * counted inside the parallel loop: a serial pass over the lists before
+     * it costs ~10 % of a 16-thread call. */
+    double (*force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*jrk)[3]);
 } gpuirr_kernel;
 
 enum {

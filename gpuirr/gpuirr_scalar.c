@@ -30,14 +30,16 @@ static void scalar_predict_slots(gpuirr *g, int n, const int *slot, double t)
         predict_slot(g, slot[k], t);
 }
 
-static void scalar_force(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
-                         double (*jrk)[3])
+static double scalar_force(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
+                           double (*jrk)[3])
 {
-#pragma omp parallel for schedule(guided)
+    double pairs = 0.0;
+#pragma omp parallel for schedule(guided) reduction(+ : pairs)
     for (int n = 0; n < ni; n++) {
         int i = addr[n] - 1;
         const int *members = g->lists + (size_t)i * (size_t)g->lmax;
         double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0};
+        pairs += members[0];
         for (int e = 1; e <= members[0]; e++) {
             int j = members[e] - 1;
             double dx[3], dv[3];
@@ -61,6 +63,7 @@ static void scalar_force(const gpuirr *g, int ni, const int *addr, double (*acc)
             jrk[n][k] = jk[k];
         }
     }
+    return pairs;
 }
 
 const gpuirr_kernel gpuirr_kernel_scalar = {

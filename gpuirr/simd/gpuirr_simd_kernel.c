@@ -198,8 +198,8 @@ static inline void prefetch_list_lines(const int *col, size_t lmax)
         prefetch_line((const char *)col + 64 * k);
 }
 
-static void SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
-                               double (*jrk)[3])
+static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
+                                 double (*jrk)[3])
 {
     const float *rec = g->rec;
     const int *lists = g->lists;
@@ -209,7 +209,8 @@ static void SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double 
      * counter.  A block of a few particles costs less than waking the team. */
     int chunk = ni / (8 * nb6_max_threads());
     chunk = chunk < 1 ? 1 : chunk > 32 ? 32 : chunk;
-#pragma omp parallel for schedule(dynamic, chunk) if (ni >= 32)
+    double pairs = 0.0;
+#pragma omp parallel for schedule(dynamic, chunk) if (ni >= 32) reduction(+ : pairs)
     for (int n = 0; n < ni; n++) {
         const int s = addr[n] - 1;
         /* Two steps ahead: the list two particles on (its lines come from
@@ -223,8 +224,11 @@ static void SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double 
             nx.members = next + 1;
             nx.len = next[0];
         }
-        force_one(rec, lists + (size_t)s * lmax, s, &nx, acc[n], jrk[n]);
+        const int *col = lists + (size_t)s * lmax;
+        pairs += col[0];
+        force_one(rec, col, s, &nx, acc[n], jrk[n]);
     }
+    return pairs;
 }
 
 const gpuirr_kernel SIMD_SUFFIX(gpuirr_kernel) = {
