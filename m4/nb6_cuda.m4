@@ -13,6 +13,7 @@ AC_ARG_WITH([cuda-arch],
 NVCC=
 CUDA_CPPFLAGS=
 CUDA_LIBS=
+CUDA_LIBS_PRIVATE=
 nb6_cuda_summary="no (not asked for)"
 AS_IF([test "x$with_cuda" != xno], [
   nb6_cuda_path=$PATH
@@ -45,6 +46,8 @@ _NB6EOF
       nb6_cuda_libdir="$nb6_cuda_root/lib64"
       test -d "$nb6_cuda_libdir" || nb6_cuda_libdir="$nb6_cuda_root/lib"
       CUDA_LIBS="-L$nb6_cuda_libdir -Wl,-rpath,$nb6_cuda_libdir -lcudart"
+      # nvcc's host code for kernel launches needs the C++ runtime
+      CUDA_LIBS_PRIVATE="-lstdc++"
       AC_DEFINE([NB6ACCEL_HAVE_CUDA], [1], [Define if the CUDA back-end of GPUNB is built.])
       nb6_cuda_summary="yes (nvcc $nb6_cuda_version, sm_`echo $with_cuda_arch | sed 's/ /, sm_/g'` + PTX compute_$nb6_cuda_ptx)"
     ], [
@@ -61,5 +64,6 @@ test -n "$NVCCFLAGS" || NVCCFLAGS="-O3"
 AC_SUBST([NVCC_GENCODE])
 AC_SUBST([CUDA_CPPFLAGS])
 AC_SUBST([CUDA_LIBS])
+AC_SUBST([CUDA_LIBS_PRIVATE])
 AM_CONDITIONAL([HAVE_CUDA], [test -n "$NVCC"])
 ])
