@@ -72,6 +72,9 @@ int gpuirr_open(gpuirr **out, int nmax, int lmax)
     *out = NULL;
     if (nmax < 1)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_open: nmax = %d, must be at least 1", nmax);
+    if (nmax > GPUIRR_NMAX)
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_open: nmax = %d, must be at most %d", nmax,
+                           (int)GPUIRR_NMAX);
     if (lmax < 1)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_open: lmax = %d, must be at least 1", lmax);
     g = calloc(1, sizeof *g);
@@ -188,8 +191,8 @@ int gpuirr_set_list(gpuirr *g, int addr, int n, const int *members)
     }
     int *col = g->lists + (size_t)(addr - 1) * (size_t)g->lmax;
     col[0] = n;
-    if (n > 0)
-        memcpy(col + 1, members, sizeof(int) * (size_t)n);
+    for (int e = 0; e < n; e++)
+        col[1 + e] = GPUIRR_REC * (members[e] - 1);
     return GPUIRR_OK;
 }
 
@@ -238,7 +241,7 @@ int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double t)
             g->work[count++] = i;
         }
         for (int e = 1; e <= col[0]; e++) {
-            int j = col[e] - 1;
+            int j = col[e] / GPUIRR_REC;
             if (g->stamp[j] != g->epoch) {
                 g->stamp[j] = g->epoch;
                 g->work[count++] = j;

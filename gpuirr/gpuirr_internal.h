@@ -25,7 +25,10 @@ struct gpuirr {
      * far from the origin and for tight pairs. */
     float *rec;
 
-    /* lists[s*lmax] = count, lists[s*lmax + 1 .. count] = 1-based members. */
+    /* lists[s*lmax] = count, lists[s*lmax + 1 .. count] = the members as
+     * offsets of their records in rec, GPUIRR_REC * (addr - 1): the kernels
+     * address a record straight from its list entry (no shift per member),
+     * which limits nmax to INT_MAX / GPUIRR_REC. */
     int *lists;
 
     /* predict_active bookkeeping: slots already gathered in this call. */
@@ -51,6 +54,7 @@ typedef struct gpuirr_kernel {
 } gpuirr_kernel;
 
 enum {
+    GPUIRR_NMAX = 0x7fffffff / 16, /* lists hold GPUIRR_REC * slot as an int */
     GPUIRR_REC = 16,     /* floats per record                               */
     GPUIRR_REC_XHI = 0,  /* x, y, z rounded to float                        */
     GPUIRR_REC_MASS = 3, /* mass                                            */

@@ -41,7 +41,7 @@ static double scalar_force(const gpuirr *g, int ni, const int *addr, double (*ac
         double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0};
         pairs += members[0];
         for (int e = 1; e <= members[0]; e++) {
-            int j = members[e] - 1;
+            int j = members[e] / GPUIRR_REC;
             double dx[3], dv[3];
             for (int k = 0; k < 3; k++) {
                 dx[k] = g->xp[j][k] - g->xp[i][k];

@@ -122,17 +122,28 @@ static inline void prefetch_line(const void *p)
  * core's few line-fill buffers and stalls it; a few per group keep the
  * misses in flight while the arithmetic goes on. */
 typedef struct next_list {
-    const float *base;   /* record of member m at base + GPUIRR_REC m */
-    const int *members;  /* next list's members, 1-based              */
-    int done, len;       /* members prefetched so far, list length     */
+    const float *rec;   /* the records                                */
+    const int *members; /* next list's members (record offsets)       */
+    int done, len;      /* members prefetched so far, list length     */
 } next_list;
 
-static inline __attribute__((always_inline)) void prefetch_some(next_list *nx, int count)
+enum { PREFETCH_PER_GROUP = SIMD_VL < 16 ? SIMD_VL : 16 };
+
+/* The next PREFETCH_PER_GROUP members (unrolled, where the list has them),
+ * or, with all set, every member left. */
+static inline __attribute__((always_inline)) void prefetch_some(next_list *nx, int all)
 {
-    int end = nx->done + count < nx->len ? nx->done + count : nx->len;
-    for (int e = nx->done; e < end; e++)
-        prefetch_line(nx->base + GPUIRR_REC * (size_t)(unsigned)nx->members[e]);
-    nx->done = end;
+    const int *m = nx->members + nx->done;
+    if (!all && nx->done + PREFETCH_PER_GROUP <= nx->len) {
+#pragma GCC unroll 16
+        for (int e = 0; e < PREFETCH_PER_GROUP; e++)
+            prefetch_line(nx->rec + (unsigned)m[e]);
+        nx->done += PREFETCH_PER_GROUP;
+        return;
+    }
+    for (int e = 0; e < nx->len - nx->done; e++)
+        prefetch_line(nx->rec + (unsigned)m[e]);
+    nx->done = nx->len;
 }
 
 /* Sum over the list of slot s, SIMD over the members, each group of
@@ -145,8 +156,6 @@ static inline __attribute__((always_inline)) void force_one(const float *restric
                                                             next_list *nx, double acc[3],
                                                             double jrk[3])
 {
-    /* Member m (1-based) has its record at base + GPUIRR_REC * m. */
-    const float *base = rec - GPUIRR_REC;
     const float *ri = rec + (size_t)s * GPUIRR_REC;
     const int len = col[0];
     const int *members = col + 1;
@@ -162,22 +171,20 @@ static inline __attribute__((always_inline)) void force_one(const float *restric
     simd_f f[12];
     double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0};
     int e = 0, groups = 0;
-    /* Prefetches per group: the next list over this list's groups. */
-    const int per_group = SIMD_VL < 16 ? SIMD_VL : 16;
     for (; e + SIMD_VL <= len; e += SIMD_VL) {
-        prefetch_some(nx, per_group);
-        simd_load_records(base, members + e, f);
+        prefetch_some(nx, 0);
+        simd_load_records(rec, members + e, f);
         add_pairs(&q, f);
         if (++groups == FLUSH_GROUPS) /* long lists: keep the float sums short */
             flush(&q, a, jk), groups = 0;
     }
-    prefetch_some(nx, nx->len);
+    prefetch_some(nx, 1);
     if (e < len) {
         const int left = len - e;
         int idx[SIMD_VL];
         for (int l = 0; l < SIMD_VL; l++)
             idx[l] = members[l < left ? e + l : e];
-        simd_load_records(base, idx, f);
+        simd_load_records(rec, idx, f);
         f[GPUIRR_REC_MASS] = simd_keep(f[GPUIRR_REC_MASS], simd_first(left));
         add_pairs(&q, f);
     }
@@ -218,7 +225,7 @@ static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, doubl
          * the next particle's members, spread over this one's groups. */
         if (n + 2 < ni)
             prefetch_list_lines(lists + (size_t)(addr[n + 2] - 1) * lmax, lmax);
-        next_list nx = {rec - GPUIRR_REC, NULL, 0, 0};
+        next_list nx = {rec, NULL, 0, 0};
         if (n + 1 < ni) {
             const int *next = lists + (size_t)(addr[n + 1] - 1) * lmax;
             nx.members = next + 1;

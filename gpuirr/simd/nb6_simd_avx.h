@@ -47,8 +47,9 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
     return _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(r2)), pos);
 }
 
-/* Fields 0..11 of the 16-float records at base + 16 idx[l], l = 0..SIMD_VL-1
- * (16-byte aligned), as vectors: out[f] lane l = base[16 idx[l] + f].  Three
+/* Fields 0..11 of the 16-float records at base + idx[l], l = 0..SIMD_VL-1
+ * (idx[l]: a record offset from a list, a multiple of 16), as vectors:
+ * out[f] lane l = base[idx[l] + f].  Three
  * aligned 128-bit loads per record and 4x4 transposes: cheaper than ten
  * gathers, which fetch the same cache line ten times. */
 static inline __attribute__((always_inline)) void simd_load_records(const float *base, const int *idx, simd_f out[12])
@@ -59,8 +60,8 @@ static inline __attribute__((always_inline)) void simd_load_records(const float 
 #pragma GCC unroll 4
         for (int g = 0; g < 4; g++)
             r[g] = _mm256_insertf128_ps(
-                _mm256_castps128_ps256(_mm_load_ps(base + 16 * (ptrdiff_t)idx[g] + 4 * c)),
-                _mm_load_ps(base + 16 * (ptrdiff_t)idx[g + 4] + 4 * c), 1);
+                _mm256_castps128_ps256(_mm_load_ps(base + (unsigned)idx[g] + 4 * c)),
+                _mm_load_ps(base + (unsigned)idx[g + 4] + 4 * c), 1);
         /* In 128-bit lane L, row g is record g + 4L: transpose each 4x4. */
         __m256d t0 = _mm256_castps_pd(_mm256_unpacklo_ps(r[0], r[1]));
         __m256d t1 = _mm256_castps_pd(_mm256_unpackhi_ps(r[0], r[1]));

@@ -51,8 +51,9 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
     return _mm512_fmadd_ps(_mm512_mul_ps(y, _mm512_set1_ps(0.5f)), e, y);
 }
 
-/* Fields 0..11 of the 16-float records at base + 16 idx[l], l = 0..SIMD_VL-1
- * (16-byte aligned), as vectors: out[f] lane l = base[16 idx[l] + f].  Three
+/* Fields 0..11 of the 16-float records at base + idx[l], l = 0..SIMD_VL-1
+ * (idx[l]: a record offset from a list, a multiple of 16), as vectors:
+ * out[f] lane l = base[idx[l] + f].  Three
  * aligned 128-bit loads per record (the load inserts them straight into the
  * 128-bit lane of the vector that collects them) and 4x4 transposes: cheaper
  * than ten gathers, which fetch the same cache line ten times.  Record-major
@@ -63,8 +64,8 @@ static inline __attribute__((always_inline)) void simd_load_records(const float 
     __m512 r[3][4];
 #pragma GCC unroll 16
     for (int l = 0; l < 16; l++) {
-        /* unsigned: the index is zero-extended by the load itself */
-        const float *p = base + 16 * (size_t)(unsigned)idx[l];
+        /* unsigned: the offset is zero-extended by the load itself */
+        const float *p = base + (unsigned)idx[l];
         const int g = l & 3, lane = l >> 2;
 #pragma GCC unroll 3
         for (int c = 0; c < 3; c++) {

@@ -34,7 +34,7 @@ static inline simd_f simd_rsqrt_nz(simd_f r2) { return r2 > 0.0f ? 1.0f / sqrtf(
 static inline __attribute__((always_inline)) void simd_load_records(const float *base, const int *idx, simd_f out[12])
 {
     for (int f = 0; f < 12; f++)
-        out[f] = base[16 * (ptrdiff_t)idx[0] + f];
+        out[f] = base[(unsigned)idx[0] + f];
 }
 static inline double simd_hsum(simd_f v) { return v; }
 

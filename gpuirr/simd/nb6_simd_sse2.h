@@ -46,18 +46,19 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
     return _mm_and_ps(_mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(r2)), pos);
 }
 
-/* Fields 0..11 of the 16-float records at base + 16 idx[l], l = 0..SIMD_VL-1
- * (16-byte aligned), as vectors: out[f] lane l = base[16 idx[l] + f].  Three
+/* Fields 0..11 of the 16-float records at base + idx[l], l = 0..SIMD_VL-1
+ * (idx[l]: a record offset from a list, a multiple of 16), as vectors:
+ * out[f] lane l = base[idx[l] + f].  Three
  * aligned 128-bit loads per record and 4x4 transposes: cheaper than ten
  * gathers, which fetch the same cache line ten times. */
 static inline __attribute__((always_inline)) void simd_load_records(const float *base, const int *idx, simd_f out[12])
 {
 #pragma GCC unroll 3
     for (int c = 0; c < 3; c++) {
-        __m128 r0 = _mm_load_ps(base + 16 * (ptrdiff_t)idx[0] + 4 * c);
-        __m128 r1 = _mm_load_ps(base + 16 * (ptrdiff_t)idx[1] + 4 * c);
-        __m128 r2 = _mm_load_ps(base + 16 * (ptrdiff_t)idx[2] + 4 * c);
-        __m128 r3 = _mm_load_ps(base + 16 * (ptrdiff_t)idx[3] + 4 * c);
+        __m128 r0 = _mm_load_ps(base + (unsigned)idx[0] + 4 * c);
+        __m128 r1 = _mm_load_ps(base + (unsigned)idx[1] + 4 * c);
+        __m128 r2 = _mm_load_ps(base + (unsigned)idx[2] + 4 * c);
+        __m128 r3 = _mm_load_ps(base + (unsigned)idx[3] + 4 * c);
         _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
         out[4 * c + 0] = r0;
         out[4 * c + 1] = r1;
