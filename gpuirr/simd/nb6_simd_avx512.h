@@ -52,39 +52,66 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
 }
 
 /* Fields 0..11 of the 16-float records at base + idx[l], l = 0..SIMD_VL-1
- * (idx[l]: a record offset from a list, a multiple of 16), as vectors:
- * out[f] lane l = base[idx[l] + f].  Three
- * aligned 128-bit loads per record (the load inserts them straight into the
- * 128-bit lane of the vector that collects them) and 4x4 transposes: cheaper
- * than ten gathers, which fetch the same cache line ten times.  Record-major
- * order, so that one record's address is live at a time (the compiler spills
- * sixteen live indices). */
+ * (idx[l]: a record offset from a list, a multiple of 16, 64-byte aligned),
+ * as vectors: out[f] lane l = base[idx[l] + f]; field 7 is left out (padding).
+ * Cheaper than ten gathers, which fetch the same cache line ten times, and
+ * the shuffles are the kernel's scarce port: fields 0..7 come as 256-bit
+ * halves, records l and l + 8 in one vector (one load, one insert), then an
+ * 8x8 transpose inside each half (unpack, shuffle, two-source permute: 23
+ * shuffles); fields 8..10 as 128-bit quarters inserted at the lane
+ * (record l in quarter l / 4) and 4x4 transposes.  Record-major order, so
+ * that one record's address is live at a time (sixteen live offsets spill). */
 static inline __attribute__((always_inline)) void simd_load_records(const float *base, const int *idx, simd_f out[12])
 {
-    __m512 r[3][4];
+    __m512 h[8], q[4];
 #pragma GCC unroll 16
     for (int l = 0; l < 16; l++) {
         /* unsigned: the offset is zero-extended by the load itself */
         const float *p = base + (unsigned)idx[l];
-        const int g = l & 3, lane = l >> 2;
-#pragma GCC unroll 3
-        for (int c = 0; c < 3; c++) {
-            __m128 v = _mm_load_ps(p + 4 * c);
-            r[c][g] = lane == 0 ? _mm512_broadcast_f32x4(v) : _mm512_insertf32x4(r[c][g], v, lane);
-        }
+        const int row = l & 7, g = l & 3, lane = l >> 2;
+        if (l < 8)
+            h[row] = _mm512_castps256_ps512(_mm256_load_ps(p));
+        else
+            h[row] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(h[row]),
+                                                         _mm256_castps_pd(_mm256_load_ps(p)), 1));
+        __m128 v = _mm_load_ps(p + 8); /* fields 8..11 */
+        q[g] = lane == 0 ? _mm512_broadcast_f32x4(v) : _mm512_insertf32x4(q[g], v, lane);
     }
-#pragma GCC unroll 3
-    for (int c = 0; c < 3; c++) {
-        /* In 128-bit lane L, row g is record g + 4L: transpose each 4x4. */
-        __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(r[c][0], r[c][1]));
-        __m512d t1 = _mm512_castps_pd(_mm512_unpackhi_ps(r[c][0], r[c][1]));
-        __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(r[c][2], r[c][3]));
-        __m512d t3 = _mm512_castps_pd(_mm512_unpackhi_ps(r[c][2], r[c][3]));
-        out[4 * c + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-        out[4 * c + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-        out[4 * c + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-        out[4 * c + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+    /* h[r]: fields 0..7 of record r (low half) and r + 8 (high half). */
+    __m512 t[8], u[8];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        t[2 * k] = _mm512_unpacklo_ps(h[2 * k], h[2 * k + 1]);
+        t[2 * k + 1] = _mm512_unpackhi_ps(h[2 * k], h[2 * k + 1]);
     }
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; k++) {
+        /* u[4k + f]: 128-bit lane L holds field f (L even) or f + 4 (L odd)
+         * of records 4k..4k+3 (+8 in the high half) */
+        u[4 * k + 0] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
+        u[4 * k + 1] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0xee);
+        u[4 * k + 2] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
+        u[4 * k + 3] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xee);
+    }
+    const __m512i even = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+    const __m512i odd = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+#pragma GCC unroll 4
+    for (int f = 0; f < 4; f++) {
+        __m512d lo = _mm512_castps_pd(u[f]), hi = _mm512_castps_pd(u[4 + f]);
+        out[f] = _mm512_castpd_ps(_mm512_permutex2var_pd(lo, even, hi));
+        if (f < 3)
+            out[4 + f] = _mm512_castpd_ps(_mm512_permutex2var_pd(lo, odd, hi));
+    }
+    out[7] = _mm512_setzero_ps();
+    /* q[g]: 128-bit lane L holds fields 8..11 of record g + 4L. */
+    __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(q[0], q[1]));
+    __m512d t1 = _mm512_castps_pd(_mm512_unpackhi_ps(q[0], q[1]));
+    __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(q[2], q[3]));
+    __m512d t3 = _mm512_castps_pd(_mm512_unpackhi_ps(q[2], q[3]));
+    out[8] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    out[9] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    out[10] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    out[11] = _mm512_setzero_ps();
 }
 
 /* Sum of the lanes, in double. */
