@@ -205,35 +205,87 @@ static inline void prefetch_list_lines(const int *col, size_t lmax)
         prefetch_line((const char *)col + 64 * k);
 }
 
+/* The positions n of addr that one thread forces, in order: chunks taken
+ * from a shared counter (dynamic scheduling), the next one taken before
+ * this one ends, so that the prefetches of the next particles run on across
+ * chunk boundaries (with `omp for schedule(dynamic)` the first particle of
+ * every chunk would wait for all its misses). */
+typedef struct chunk_stream {
+    int *counter;           /* shared: the first position not yet taken */
+    int ni, chunk;
+    int begin[2], end[2];   /* this chunk and the next ([1] empty if none) */
+} chunk_stream;
+
+static inline void take_chunk(chunk_stream *cs, int k)
+{
+    int first;
+#pragma omp atomic capture
+    {
+        first = *cs->counter;
+        *cs->counter += cs->chunk;
+    }
+    cs->begin[k] = first < cs->ni ? first : cs->ni;
+    cs->end[k] = first + cs->chunk < cs->ni ? first + cs->chunk : cs->ni;
+}
+
+/* Position `ahead` steps after n (n in the current chunk), or -1. */
+static inline int stream_peek(const chunk_stream *cs, int n, int ahead)
+{
+    if (n + ahead < cs->end[0])
+        return n + ahead;
+    int k = n + ahead - cs->end[0];
+    return cs->begin[1] + k < cs->end[1] ? cs->begin[1] + k : -1;
+}
+
 static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
                                  double (*jrk)[3])
 {
     const float *rec = g->rec;
     const int *lists = g->lists;
     const size_t lmax = (size_t)g->lmax;
-    /* Chunks of about 1/8 of a thread's share (1..32 particles): small blocks
+    /* Chunks of about 1/8 of a thread's share (2..32 particles): small blocks
      * still spread over every thread, large ones do not queue on the shared
      * counter.  A block of a few particles costs less than waking the team. */
     int chunk = ni / (8 * nb6_max_threads());
-    chunk = chunk < 1 ? 1 : chunk > 32 ? 32 : chunk;
+    chunk = chunk < 2 ? 2 : chunk > 32 ? 32 : chunk;
+    int counter = 0;
     double pairs = 0.0;
-#pragma omp parallel for schedule(dynamic, chunk) if (ni >= 32) reduction(+ : pairs)
-    for (int n = 0; n < ni; n++) {
-        const int s = addr[n] - 1;
-        /* Two steps ahead: the list two particles on (its lines come from
-         * memory while the next one's members are being prefetched), and
-         * the next particle's members, spread over this one's groups. */
-        if (n + 2 < ni)
-            prefetch_list_lines(lists + (size_t)(addr[n + 2] - 1) * lmax, lmax);
-        next_list nx = {rec, NULL, 0, 0};
-        if (n + 1 < ni) {
-            const int *next = lists + (size_t)(addr[n + 1] - 1) * lmax;
-            nx.members = next + 1;
-            nx.len = next[0];
+#pragma omp parallel if (ni >= 32) reduction(+ : pairs)
+    {
+        chunk_stream cs = {&counter, ni, chunk, {0, 0}, {0, 0}};
+        take_chunk(&cs, 0);
+        take_chunk(&cs, 1);
+        /* The first particle's records: nothing prefetched them. */
+        if (cs.begin[0] < cs.end[0]) {
+            const int *first = lists + (size_t)(addr[cs.begin[0]] - 1) * lmax;
+            next_list nx = {rec, first + 1, 0, first[0]};
+            prefetch_some(&nx, 1);
         }
-        const int *col = lists + (size_t)s * lmax;
-        pairs += col[0];
-        force_one(rec, col, s, &nx, acc[n], jrk[n]);
+        while (cs.begin[0] < cs.end[0]) {
+            for (int n = cs.begin[0]; n < cs.end[0]; n++) {
+                const int s = addr[n] - 1;
+                /* Two steps ahead: the list two particles on (its lines come
+                 * from memory while the next one's members are being
+                 * prefetched), and the next particle's members, spread over
+                 * this one's groups. */
+                const int n1 = stream_peek(&cs, n, 1), n2 = stream_peek(&cs, n, 2);
+                if (n2 >= 0)
+                    prefetch_list_lines(lists + (size_t)(addr[n2] - 1) * lmax, lmax);
+                next_list nx = {rec, NULL, 0, 0};
+                if (n1 >= 0) {
+                    const int *next = lists + (size_t)(addr[n1] - 1) * lmax;
+                    nx.members = next + 1;
+                    nx.len = next[0];
+                }
+                const int *col = lists + (size_t)s * lmax;
+                pairs += col[0];
+                force_one(rec, col, s, &nx, acc[n], jrk[n]);
+            }
+            cs.begin[0] = cs.begin[1];
+            cs.end[0] = cs.end[1];
+            if (cs.begin[0] < cs.end[0])
+                take_chunk(&cs, 1);
+        }
     }
     return pairs;
 }
