@@ -182,8 +182,7 @@ static inline __attribute__((always_inline)) void force_one(const float *restric
     if (e < len) {
         const int left = len - e;
         int idx[SIMD_VL];
-        for (int l = 0; l < SIMD_VL; l++)
-            idx[l] = members[l < left ? e + l : e];
+        simd_tail_offsets(members + e, left, idx);
         simd_load_records(rec, idx, f);
         f[GPUIRR_REC_MASS] = simd_keep(f[GPUIRR_REC_MASS], simd_first(left));
         add_pairs(&q, f);

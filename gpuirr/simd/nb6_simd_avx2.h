@@ -82,4 +82,15 @@ static inline double simd_hsum(simd_f v)
     return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
 
+/* Offsets of a list tail: out[l] = m[l] for l < left, m[0] beyond (a record
+ * that is loaded anyway; those lanes are masked off).  A masked load reads
+ * nothing past the list. */
+static inline void simd_tail_offsets(const int *m, int left, int out[SIMD_VL])
+{
+    __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256i v = _mm256_maskload_epi32(m, keep);
+    v = _mm256_blendv_epi8(_mm256_set1_epi32(m[0]), v, keep);
+    _mm256_storeu_si256((__m256i *)out, v);
+}
+
 #endif

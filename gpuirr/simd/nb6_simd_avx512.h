@@ -122,4 +122,13 @@ static inline double simd_hsum(simd_f v)
     return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
 }
 
+/* Offsets of a list tail: out[l] = m[l] for l < left, m[0] beyond (a record
+ * that is loaded anyway; those lanes are masked off).  A masked load reads
+ * nothing past the list. */
+static inline void simd_tail_offsets(const int *m, int left, int out[SIMD_VL])
+{
+    __m512i v = _mm512_mask_loadu_epi32(_mm512_set1_epi32(m[0]), simd_first(left), m);
+    _mm512_storeu_si512(out, v);
+}
+
 #endif

@@ -73,4 +73,12 @@ static inline double simd_hsum(simd_f v)
     return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
 
+/* Offsets of a list tail: out[l] = m[l] for l < left, m[0] beyond (a record
+ * that is loaded anyway; those lanes are masked off). */
+static inline void simd_tail_offsets(const int *m, int left, int out[SIMD_VL])
+{
+    for (int l = 0; l < SIMD_VL; l++)
+        out[l] = m[l < left ? l : 0];
+}
+
 #endif
