@@ -8,7 +8,8 @@
 #      "aclocal.m4", "config.h.in", "build-aux", "m4"] (./bootstrap runs
 #      there only where libtoolize exists or configure is missing);
 #   2. build NBODY6 against it with build-nbody6 (NMAX 140000, LMAX 600);
-#   3. time the Plummer test, OMP_NUM_THREADS=16: 64k and 128k on the GPU
+#   3. pick how OpenMP threads wait (short 4k runs, see POLICIES below),
+#      then time the Plummer test with 16 threads: 64k and 128k on the GPU
 #      back-end, 16k on the CPU back-end;
 # $OUT gets summary.txt (what it printed) and nbody6-logs.tar.gz (every log;
 # the device hands back at most 8 files).  Each step gets what is left of a
@@ -65,19 +66,23 @@ cp "$nb/build.log" "$logs/nbody6-build.log"; cp "$nb/nbody6-edits.diff" "$logs/"
 log "NBODY6 built ($(tail -n 3 "$logs/build-nbody6.log" | head -n 1))"
 
 # 3. Plummer timings: name N backend cap_s
-export OMP_NUM_THREADS=16
+threads=16
 plummer() {
     local name=$1 n=$2 backend=$3 cap=$4 tcrit=${5:-4} t rc
     t=$(left); t=$(( t - 15 < cap ? t - 15 : cap ))
     if [ "$t" -lt 20 ]; then log "$name: skipped (no time left)"; return; fi
     log "$name: N=$n backend=$backend, to T=$tcrit, limit ${t} s"
-    timeout "$t" nbody6_patch/run-plummer --n "$n" --backend "$backend" --threads 16 --tcrit "$tcrit" \
+    timeout "$t" nbody6_patch/run-plummer --n "$n" --backend "$backend" --threads "$threads" --tcrit "$tcrit" \
         --binary "$nb/bin/nbody6" --dir "/tmp/run-$name" > "$logs/plummer-$name.txt" 2>&1
     rc=$?
     for f in input stdout.log stderr.log adjust-times summary; do
         [ -f "/tmp/run-$name/$f" ] && cp "/tmp/run-$name/$f" "$logs/$name.$f"
     done
-    [ "$rc" -eq 124 ] && log "$name: TIMED OUT after $t s"
+    if [ "$rc" -eq 124 ]; then
+        log "$name: TIMED OUT after $t s; ADJUST lines reached (TIME, wall s since start):"
+        sed 's/^/    /' "/tmp/run-$name/adjust-times" 2>/dev/null | tee -a "$OUT/summary.txt"
+        grep 'ADJUST:' "/tmp/run-$name/stdout.log" 2>/dev/null | cut -c1-90 | tee -a "$OUT/summary.txt"
+    fi
     grep -E 'wall_|de_|detot_4' "/tmp/run-$name/summary" 2>/dev/null | tr '\n' ' ' | sed "s/^/  $name: /" | tee -a "$OUT/summary.txt"
     echo | tee -a "$OUT/summary.txt"
     sed -n '/NSTEPS/p; /library statistics/,$p' "$logs/plummer-$name.txt" | tail -n 16 | tee -a "$OUT/summary.txt"
@@ -85,20 +90,24 @@ plummer() {
 # How libgomp's idle threads wait decides much here: NBODY6 opens a parallel
 # region (its own or ours) several times per block step, and on a virtual
 # machine waking sleeping threads is slow, while spinning threads hurt where
-# the CPUs are shared.  A short 4k run (CPU back-end, to T = 2) per setting
+# the CPUs are shared.  A short 4k run (GPU back-end unless PROBE_BACKEND=cpu,
+# to T = 2) per setting
 # of POLICIES; the fastest is used for the timing runs (all are reported).
+# A policy NAME@T also sets the number of threads (default 16).
 set_policy() {
     unset OMP_WAIT_POLICY OMP_PROC_BIND OMP_PLACES
-    case $1 in
+    threads=16
+    case $1 in *@*) threads=${1#*@} ;; esac
+    case ${1%@*} in
     default) ;;
     active|passive) export OMP_WAIT_POLICY=$1 ;;
     active-bound) export OMP_WAIT_POLICY=active OMP_PROC_BIND=close OMP_PLACES=cores ;;
     esac
 }
 best= best_t=
-for p in ${POLICIES-default active passive active-bound}; do
+for p in ${POLICIES-default active passive active-bound passive@8}; do
     set_policy "$p"
-    plummer "probe-4k-$p" 4096 cpu 40 2 > /dev/null
+    plummer "probe-4k-$p" 4096 "${PROBE_BACKEND:-cuda}" 40 2 > /dev/null
     t=$(sed -n 's/^wall_0_2=//p' "/tmp/run-probe-4k-$p/summary" 2>/dev/null)
     log "policy $p: 4k t 0..2 = ${t:-?} s"
     if [ -n "$t" ] && { [ -z "$best" ] || awk -v a="$t" -v b="$best_t" 'BEGIN { exit !(a < b) }'; }; then
@@ -106,7 +115,7 @@ for p in ${POLICIES-default active passive active-bound}; do
     fi
 done
 set_policy "${best:-default}"
-log "OpenMP waiting for the timing runs: ${best:-default} (OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset} OMP_PROC_BIND=${OMP_PROC_BIND:-unset})"
+log "OpenMP for the timing runs: ${best:-default} ($threads threads, OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset} OMP_PROC_BIND=${OMP_PROC_BIND:-unset})"
 
 # RUNS: name:N:backend:cap_s ..., in order of importance (the budget may end
 # the list early).
