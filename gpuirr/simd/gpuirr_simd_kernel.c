@@ -204,6 +204,13 @@ static inline void prefetch_list_lines(const int *col, size_t lmax)
         prefetch_line((const char *)col + 64 * k);
 }
 
+/* How many particles ahead the records of a list are prefetched (the lists
+ * themselves one more).  One particle is ~100 pairs, 0.1-0.4 us: enough
+ * for the L3 and for memory. */
+#ifndef PREFETCH_AHEAD
+#define PREFETCH_AHEAD 1
+#endif
+
 /* The positions n of addr that one thread forces, in order: chunks taken
  * from a shared counter (dynamic scheduling), the next one taken before
  * this one ends, so that the prefetches of the next particles run on across
@@ -254,20 +261,24 @@ static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, doubl
         chunk_stream cs = {&counter, ni, chunk, {0, 0}, {0, 0}};
         take_chunk(&cs, 0);
         take_chunk(&cs, 1);
-        /* The first particle's records: nothing prefetched them. */
-        if (cs.begin[0] < cs.end[0]) {
-            const int *first = lists + (size_t)(addr[cs.begin[0]] - 1) * lmax;
+        /* The first particles' records: nothing prefetched them. */
+        for (int k = 0; k < PREFETCH_AHEAD; k++) {
+            const int n = stream_peek(&cs, cs.begin[0], k);
+            if (n < 0)
+                break;
+            const int *first = lists + (size_t)(addr[n] - 1) * lmax;
             next_list nx = {rec, first + 1, 0, first[0]};
             prefetch_some(&nx, 1);
         }
         while (cs.begin[0] < cs.end[0]) {
             for (int n = cs.begin[0]; n < cs.end[0]; n++) {
                 const int s = addr[n] - 1;
-                /* Two steps ahead: the list two particles on (its lines come
-                 * from memory while the next one's members are being
-                 * prefetched), and the next particle's members, spread over
-                 * this one's groups. */
-                const int n1 = stream_peek(&cs, n, 1), n2 = stream_peek(&cs, n, 2);
+                /* Two stages ahead: the list of the particle after that one
+                 * (its lines come from memory while that one's members are
+                 * being prefetched), and the members and own record of the
+                 * particle PREFETCH_AHEAD on, spread over this one's groups. */
+                const int n1 = stream_peek(&cs, n, PREFETCH_AHEAD),
+                          n2 = stream_peek(&cs, n, PREFETCH_AHEAD + 1);
                 if (n2 >= 0)
                     prefetch_list_lines(lists + (size_t)(addr[n2] - 1) * lmax, lmax);
                 next_list nx = {rec, NULL, 0, 0};
@@ -275,6 +286,7 @@ static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, doubl
                     const int *next = lists + (size_t)(addr[n1] - 1) * lmax;
                     nx.members = next + 1;
                     nx.len = next[0];
+                    prefetch_line(rec + (size_t)(addr[n1] - 1) * GPUIRR_REC);
                 }
                 const int *col = lists + (size_t)s * lmax;
                 pairs += col[0];
