@@ -41,6 +41,13 @@
 /* Up to this NI the PRECISE kernel runs directly (see above). */
 #define PRECISE_DIRECT_NI 256
 
+/* Up to this NI one kernel does the reduction and the list gathering (the
+ * call's latency counts there); larger blocks run the two side by side. */
+#define FUSED_REDUCE_NI 256
+
+/* Below this many quarter tiles per slice, slices are whole tiles. */
+#define QUARTER_SLICES_MIN 8
+
 enum precise_mode { PRECISE_AUTO, PRECISE_ALWAYS, PRECISE_NEVER };
 
 typedef struct cuda_gpu {
@@ -66,6 +73,13 @@ typedef struct cuda_gpu {
     long downloaded; /* ints of the compact lists fetched by the asynchronous copy */
     double lists_per_i; /* mean list length of the last call: sizes that copy */
     int busy;           /* has work in the current call                  */
+    /* Resident j-particles (gpunb_predict): the records of this GPU's j range,
+     * and a pinned staging area for the changed ones (records, then their
+     * local indices), both for rec_cap records; allocated at the first predict. */
+    gpunb_cuda_jrec *d_rec;
+    unsigned char *d_stage, *h_stage;
+    long rec_cap;
+    int4 *d_iidx; /* i as j-set members (gpunb_regf_start), NI_CHUNK entries */
 } cuda_gpu;
 
 typedef struct cuda_state {
@@ -84,7 +98,24 @@ typedef struct cuda_state {
     double *r_h2, *r_dtr, (*r_xi)[3], (*r_vi)[3], (*r_acc)[3], (*r_jrk)[3], *r_pot;
     int *r_list;
     long r_list_ints;
+    /* Resident j-particles: the nj the GPUs' records were laid out for (-1:
+     * none yet, or a failed predict), predicts since the origin was chosen,
+     * and the host records and time of the last predict. */
+    int rec_nj, origin_age;
+    const gpunb_jrecords *rec;
+    double t_pred;
+    int4 *h_iidx; /* pinned, NI_CHUNK */
+    /* The force between regf_start and regf_finish. */
+    enum { PENDING_NONE, PENDING_LAUNCHED, PENDING_DEFERRED } p_mode;
+    int p_ni, p_lmax, p_limit, p_direct, p_cap, p_have_x;
+    int *p_jidx;
+    double *p_h2, *p_dtr, (*p_xi)[3], (*p_vi)[3];
 } cuda_state;
+
+/* Predicts after which the origin is chosen again from the records (an
+ * O(N) pass on the host, so not every block; the centre of mass moves
+ * little in that time, and any origin near the cluster keeps the digits). */
+#define ORIGIN_REFRESH 64
 
 #define CHECK(g, expr) GPUNB_CUDA_CHECK((g)->device, expr)
 #define RESULTS_BYTES (sizeof(gpunb_cuda_result) * GPUNB_CUDA_NI_CHUNK)
@@ -135,6 +166,10 @@ static void free_gpu(cuda_gpu *g)
     cudaFree(g->d_nblist);
     cudaFree(g->d_out);
     cudaFreeHost(g->h_out);
+    cudaFree(g->d_rec);
+    cudaFree(g->d_stage);
+    cudaFreeHost(g->h_stage);
+    cudaFree(g->d_iidx);
     if (g->ev_force0)
         cudaEventDestroy(g->ev_force0);
     if (g->ev_force1)
@@ -157,6 +192,12 @@ static void cuda_close(void *state)
     for (int k = 0; k < s->ngpu; k++)
         free_gpu(&s->gpu[k]);
     cudaFreeHost(s->h_ibuf);
+    cudaFreeHost(s->h_iidx);
+    free(s->p_jidx);
+    free(s->p_h2);
+    free(s->p_dtr);
+    free(s->p_xi);
+    free(s->p_vi);
     free(s->redo);
     free(s->r_h2);
     free(s->r_dtr);
@@ -199,6 +240,7 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks)
     CHECK(g, cudaMalloc((void **)&g->d_jvel, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_jlo, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_ibuf, 3 * sizeof(float4) * GPUNB_CUDA_NI_CHUNK));
+    CHECK(g, cudaMalloc((void **)&g->d_iidx, sizeof(int4) * GPUNB_CUDA_NI_CHUNK));
     /* nslices * ni_tiles <= max(force_blocks, ni_tiles) (see launch_gpu) */
     partial_floats = (size_t)(g->force_blocks + GPUNB_CUDA_NI_CHUNK / GPUNB_CUDA_BLOCK_I) *
                      GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_NPARTIAL;
@@ -263,7 +305,9 @@ static int cuda_open(void **state, int capacity, char *desc)
             cuda_close(s);
             return st;
         }
-    if ((st = host_alloc(&s->gpu[0], (void **)&s->h_ibuf, 3 * sizeof(float4) * chunk))) {
+    s->rec_nj = -1;
+    if ((st = host_alloc(&s->gpu[0], (void **)&s->h_ibuf, 3 * sizeof(float4) * chunk)) ||
+        (st = host_alloc(&s->gpu[0], (void **)&s->h_iidx, sizeof(int4) * chunk))) {
         cuda_close(s);
         return st;
     }
@@ -279,39 +323,63 @@ static int cuda_open(void **state, int capacity, char *desc)
     return GPUNB_OK;
 }
 
+/* c rounded to a grid of 2^-shift of the set's spread (a power of two): the
+ * origin moves in steps, so two sets that differ a little (the records and
+ * their prediction, a set and the same set a step later) get the same
+ * origin and the same floats, while it stays close enough to keep the
+ * digits (positions: within 1/16 of the rms radius of the centre of mass;
+ * velocities: a quarter of the rms speed, so a cluster at rest gets 0). */
+static double on_grid(double c, double spread, int shift)
+{
+    if (!(spread > 0.0) || !isfinite(spread))
+        return c;
+    const double g = ldexp(1.0, ilogb(spread) - shift);
+    return nearbyint(c / g) * g;
+}
+
 /* The origin of the float coordinates: the centre of mass (ghosts have no
  * mass and sit at 1e6, so they do not pull it away), or the plain mean of a
- * massless set. */
+ * massless set, on the grid of on_grid; and the smallest non-zero mass. */
 static void choose_origin(cuda_state *s, int nj, const double *m, const double (*x)[3],
                           const double (*v)[3])
 {
-    double mt = 0, cx[3] = {0, 0, 0}, cv[3] = {0, 0, 0};
-    for (int j = 0; j < nj; j++) {
-        double w = m[j];
-        mt += w;
-        for (int c = 0; c < 3; c++) {
-            cx[c] += w * x[j][c];
-            cv[c] += w * v[j][c];
+    double mt = 0, sx = 0, sv = 0, cx[3] = {0, 0, 0}, cv[3] = {0, 0, 0}, min_mass = 0.0;
+    for (int pass = 0; pass < 2 && !(mt > 0.0); pass++) { /* pass 1: a massless set, weight 1 */
+        double mt_ = 0, sx_ = 0, sv_ = 0, x0 = 0, x1 = 0, x2 = 0, v0 = 0, v1 = 0, v2 = 0;
+#pragma omp parallel for if (nj > 16384) schedule(static) reduction(+ : mt_, sx_, sv_, x0, x1, x2, v0, v1, v2)
+        for (int j = 0; j < nj; j++) {
+            const double w = pass ? 1.0 : m[j];
+            if (w == 0.0) /* a ghost far away: not even 0 * inf */
+                continue;
+            mt_ += w;
+            x0 += w * x[j][0];
+            x1 += w * x[j][1];
+            x2 += w * x[j][2];
+            v0 += w * v[j][0];
+            v1 += w * v[j][1];
+            v2 += w * v[j][2];
+            sx_ += w * (x[j][0] * x[j][0] + x[j][1] * x[j][1] + x[j][2] * x[j][2]);
+            sv_ += w * (v[j][0] * v[j][0] + v[j][1] * v[j][1] + v[j][2] * v[j][2]);
         }
+        mt = mt_, sx = sx_, sv = sv_;
+        cx[0] = x0, cx[1] = x1, cx[2] = x2, cv[0] = v0, cv[1] = v1, cv[2] = v2;
     }
-    if (mt <= 0.0) {
-        for (int c = 0; c < 3; c++)
-            cx[c] = cv[c] = 0.0;
-        for (int j = 0; j < nj; j++)
-            for (int c = 0; c < 3; c++) {
-                cx[c] += x[j][c];
-                cv[c] += v[j][c];
-            }
-        mt = nj;
-    }
+    double x2 = 0.0, v2 = 0.0;
     for (int c = 0; c < 3; c++) {
-        s->origin[c] = cx[c] / mt;
-        s->vorigin[c] = cv[c] / mt;
+        cx[c] /= mt;
+        cv[c] /= mt;
+        x2 += cx[c] * cx[c];
+        v2 += cv[c] * cv[c];
     }
-    s->min_mass = 0.0;
+    const double rx = sqrt(fmax(sx / mt - x2, 0.0)), rv = sqrt(fmax(sv / mt - v2, 0.0));
+    for (int c = 0; c < 3; c++) {
+        s->origin[c] = on_grid(cx[c], rx, 4);
+        s->vorigin[c] = on_grid(cv[c], rv, 2);
+    }
     for (int j = 0; j < nj; j++)
-        if (m[j] > 0.0 && (s->min_mass == 0.0 || m[j] < s->min_mass))
-            s->min_mass = m[j];
+        if (m[j] > 0.0 && (min_mass == 0.0 || m[j] < min_mass))
+            min_mass = m[j];
+    s->min_mass = min_mass;
 }
 
 /* A coordinate relative to the origin as hi + lo floats. */
@@ -321,12 +389,10 @@ static void split(double r, float *hi, float *lo)
     *lo = (float)(r - (double)*hi);
 }
 
-static int cuda_send(void *state, int nj, const double *m, const double (*x)[3], const double (*v)[3])
+/* The j-set split over the GPUs in contiguous whole tiles. */
+static void split_jset(cuda_state *s, int nj)
 {
-    cuda_state *s = state;
     const long long ntiles = tiles_of(nj);
-
-    choose_origin(s, nj, m, x, v);
     for (int k = 0; k < s->ngpu; k++) {
         cuda_gpu *g = &s->gpu[k];
         const long long t0 = ntiles * k / s->ngpu, t1 = ntiles * (k + 1) / s->ngpu;
@@ -334,6 +400,18 @@ static int cuda_send(void *state, int nj, const double *m, const double (*x)[3],
         g->j0 = (int)(t0 * GPUNB_CUDA_TILE_J);
         g->nj = jend > g->j0 ? (int)(jend - g->j0) : 0;
         g->ntiles = t1 - t0;
+    }
+}
+
+static int cuda_send(void *state, int nj, const double *m, const double (*x)[3], const double (*v)[3])
+{
+    cuda_state *s = state;
+
+    choose_origin(s, nj, m, x, v);
+    s->origin_age = ORIGIN_REFRESH; /* the next predict chooses its own */
+    split_jset(s, nj);
+    for (int k = 0; k < s->ngpu; k++) {
+        cuda_gpu *g = &s->gpu[k];
         if (g->ntiles == 0)
             continue;
         CHECK(g, cudaSetDevice(g->device));
@@ -394,45 +472,63 @@ static int ensure_lists(cuda_gpu *g, long ints)
     return GPUNB_OK;
 }
 
-/* Enqueue one chunk on GPU g: upload i, force, reduce, gather, download. */
-static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise)
+/* Enqueue one chunk on GPU g: upload i (coordinates from h_ibuf, or with
+ * members set, j-set indices from h_iidx), force, reduce, gather, download. */
+static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise, int members)
 {
     const int ni_tiles = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I;
     const int ni_pad = ni_tiles * GPUNB_CUDA_BLOCK_I;
     const int cap = cap_of(g, limit);
     /* As many slices as fill the GPU in one wave (never more: a second wave
-     * would double the time), each at least a quarter tile. */
+     * would double the time), each at least a quarter tile; whole tiles
+     * where slices would be only a few quarters long (small NI: a slice that
+     * starts or ends inside a tile idles warps, 25 -> 36 us at NI = 64). */
     long long nslices = g->force_blocks / ni_tiles;
+    int granule = 1;
     long guess;
 
-    if (nslices > g->ntiles * GPUNB_CUDA_JWAYS)
-        nslices = g->ntiles * GPUNB_CUDA_JWAYS;
     if (nslices < 1)
         nslices = 1;
+    if (g->ntiles * GPUNB_CUDA_JWAYS < QUARTER_SLICES_MIN * nslices) {
+        granule = GPUNB_CUDA_JWAYS;
+        if (nslices > g->ntiles)
+            nslices = g->ntiles;
+    }
     CHECK(g, cudaSetDevice(g->device));
     if (s->dirty)
         CHECK(g, cudaMemsetAsync(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK, g->stream));
-    CHECK(g, cudaMemcpyAsync(g->d_ibuf, s->h_ibuf, sizeof(float4) * (size_t)ni_pad * (precise ? 3 : 2),
-                             cudaMemcpyHostToDevice, g->stream));
+    if (members)
+        CHECK(g, cudaMemcpyAsync(g->d_iidx, s->h_iidx, sizeof(int4) * (size_t)ni_pad, cudaMemcpyHostToDevice,
+                                 g->stream));
+    else
+        CHECK(g, cudaMemcpyAsync(g->d_ibuf, s->h_ibuf, sizeof(float4) * (size_t)ni_pad * (precise ? 3 : 2),
+                                 cudaMemcpyHostToDevice, g->stream));
     gpunb_cuda_force_args a = {
-.precise = precise, .min_blocks = s->min_blocks, .jpos = g->d_jpos, .jvel = g->d_jvel, .jlo = g->d_jlo,
+        .precise = precise, .min_blocks = s->min_blocks, .jpos = g->d_jpos, .jvel = g->d_jvel, .jlo = g->d_jlo,
         .ntiles = g->ntiles, .j0 = g->j0, .ipos = g->d_ibuf, .ivel = g->d_ibuf + ni_pad,
-        .ilo = g->d_ibuf + 2 * ni_pad, .ni_tiles = ni_tiles, .nslices = (int)nslices,
+        .ilo = g->d_ibuf + 2 * ni_pad, .iidx = members ? g->d_iidx : NULL, .ni_tiles = ni_tiles,
+        .nslices = (int)nslices, .granule = granule,
         .partial = g->d_partial, .nbcount = g->d_nbcount, .nblist = g->d_nblist, .cap = cap,
         .total = g->d_total,
     };
     CHECK(g, cudaEventRecord(g->ev_force0, g->stream));
     CHECK(g, gpunb_cuda_launch_force(&a, g->stream));
     CHECK(g, cudaEventRecord(g->ev_force1, g->stream));
-    /* Reduction and gathering need only the force kernel: side by side. */
-    CHECK(g, cudaEventRecord(g->ev_fork, g->stream));
-    CHECK(g, cudaStreamWaitEvent(g->side, g->ev_fork, 0));
-    CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit, g->d_total,
-                                      compact_of(g->d_out, ni), results_of(g->d_out), g->side));
-    CHECK(g, cudaEventRecord(g->ev_join, g->side));
-    CHECK(g, gpunb_cuda_launch_reduce(g->d_partial, (int)nslices, ni, ni_pad, results_of(g->d_out),
-                                      g->stream));
-    CHECK(g, cudaStreamWaitEvent(g->stream, g->ev_join, 0));
+    if (ni <= FUSED_REDUCE_NI) {
+        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit, g->d_total,
+                                          compact_of(g->d_out, ni), results_of(g->d_out), g->d_partial,
+                                          (int)nslices, ni_pad, g->stream));
+    } else { /* reduction and gathering need only the force kernel: side by side */
+        CHECK(g, cudaEventRecord(g->ev_fork, g->stream));
+        CHECK(g, cudaStreamWaitEvent(g->side, g->ev_fork, 0));
+        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit, g->d_total,
+                                          compact_of(g->d_out, ni), results_of(g->d_out), NULL, 0, 0,
+                                          g->side));
+        CHECK(g, cudaEventRecord(g->ev_join, g->side));
+        CHECK(g, gpunb_cuda_launch_reduce(g->d_partial, (int)nslices, ni, ni_pad, results_of(g->d_out),
+                                          g->stream));
+        CHECK(g, cudaStreamWaitEvent(g->stream, g->ev_join, 0));
+    }
     /* The lists' total length is known only afterwards: fetch what the last
      * call suggests, and the rest (rarely) after the synchronisation. */
     guess = (long)(1.5 * g->lists_per_i * ni) + 256;
@@ -467,17 +563,13 @@ static int finish_gpu(cuda_gpu *g, int ni, double *t_force)
     return GPUNB_OK;
 }
 
-/* One chunk of at most NI_CHUNK i on every GPU that holds j. */
-static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr,
-                      const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
-                      double (*jrk)[3], double *pot, int lmax, int limit, int *list,
-                      int precise, double *t_force)
+/* The i of a chunk as float coordinates about the origin, in h_ibuf. */
+static void fill_ibuf(cuda_state *s, int ni, const double *h2, const double *dtr,
+                      const double (*xi)[3], const double (*vi)[3])
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
     const double *o = s->origin, *vo = s->vorigin;
     float4 *ipos = s->h_ibuf, *ivel = s->h_ibuf + ni_pad, *ilo = s->h_ibuf + 2 * ni_pad;
-    double tf = 0.0;
-    int st;
 
     for (int i = 0; i < ni_pad; i++) {
         float4 p = {0, 0, 0, -1.0f}, u = {0, 0, 0, 0}, l = {0, 0, 0, 0}; /* padding: h2 < 0 */
@@ -493,12 +585,45 @@ static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr
         ivel[i] = u;
         ilo[i] = l;
     }
+}
+
+/* The i of a chunk as j-set members, in h_iidx (one GPU: local = global). */
+static void fill_iidx(cuda_state *s, int ni, const int *j_index, const double *h2, const double *dtr)
+{
+    const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
+    for (int i = 0; i < ni_pad; i++) {
+        int4 d = {-1, 0, 0, 0};
+        if (i < ni) {
+            float fh = (float)h2[i], fd = (float)dtr[i];
+            d.x = j_index[i];
+            memcpy(&d.y, &fh, sizeof fh);
+            memcpy(&d.z, &fd, sizeof fd);
+        }
+        s->h_iidx[i] = d;
+    }
+}
+
+/* Enqueue a chunk of at most NI_CHUNK i (filled in by fill_ibuf or
+ * fill_iidx) on every GPU that holds j; returns without waiting. */
+static int chunk_launch(cuda_state *s, int ni, int limit, int precise, int members)
+{
+    int st;
     for (int k = 0; k < s->ngpu; k++) {
         cuda_gpu *g = &s->gpu[k];
         g->busy = g->ntiles > 0;
-        if (g->busy && (st = launch_gpu(s, g, ni, limit, precise)) != GPUNB_OK)
+        if (g->busy && (st = launch_gpu(s, g, ni, limit, precise, members)) != GPUNB_OK)
             return st;
     }
+    return GPUNB_OK;
+}
+
+/* Wait for the chunk of chunk_launch and write it as gpunb_regf does. */
+static int chunk_collect(cuda_state *s, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
+                         int lmax, int limit, int *list, double *t_force)
+{
+    double tf = 0.0;
+    int st;
+
     for (int k = 0; k < s->ngpu; k++) {
         double t = 0.0; /* GPUs run side by side: the slowest one counts */
         if (s->gpu[k].busy && (st = finish_gpu(&s->gpu[k], ni, &t)) != GPUNB_OK)
@@ -546,6 +671,19 @@ static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr
             pot[i] = phi;
     }
     return GPUNB_OK;
+}
+
+/* One chunk of at most NI_CHUNK i with coordinates from the host. */
+static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr,
+                      const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
+                      double (*jrk)[3], double *pot, int lmax, int limit, int *list,
+                      int precise, double *t_force)
+{
+    int st;
+    fill_ibuf(s, ni, h2, dtr, xi, vi);
+    if ((st = chunk_launch(s, ni, limit, precise, 0)) != GPUNB_OK)
+        return st;
+    return chunk_collect(s, ni, acc, jrk, pot, lmax, limit, list, t_force);
 }
 
 /* Whether the fast kernel's result for i may be off by more than 1e-6 of its
@@ -613,15 +751,11 @@ static int redo_precise(cuda_state *s, int ni, const double *h2, const double *d
     return GPUNB_OK;
 }
 
-static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
-                     const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
-                     double (*jrk)[3], double *pot, int lmax, int limit, int *list,
-                     double *t_force, double *t_gather)
+/* The i per launch (at most NI_CHUNK, fewer where lmax is huge) and list
+ * buffers for that many on every GPU. */
+static int prepare_lists(cuda_state *s, int limit, int *chunk_out)
 {
-    cuda_state *s = state;
-    const double t0 = nb6_clock();
-    int chunk = GPUNB_CUDA_NI_CHUNK, cap_max = 1, st = GPUNB_OK;
-
+    int chunk = GPUNB_CUDA_NI_CHUNK, cap_max = 1, st;
     for (int k = 0; k < s->ngpu; k++)
         if (s->gpu[k].ntiles > 0 && cap_of(&s->gpu[k], limit) > cap_max)
             cap_max = cap_of(&s->gpu[k], limit);
@@ -631,14 +765,35 @@ static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
         if (s->gpu[k].ntiles > 0 &&
             (st = ensure_lists(&s->gpu[k], (long)chunk * cap_of(&s->gpu[k], limit))) != GPUNB_OK)
             return st;
+    *chunk_out = chunk;
+    return GPUNB_OK;
+}
 
+/* Whether a chunk goes to the PRECISE kernel directly (see the top). */
+static int precise_directly(const cuda_state *s, int n, const double *h2)
+{
+    int direct = s->precise_mode == PRECISE_ALWAYS ||
+                 (s->precise_mode == PRECISE_AUTO && n <= PRECISE_DIRECT_NI);
+    for (int i = 0; i < n && !direct; i++) /* the fast kernel's r2 floor */
+        direct = h2[i] * s->min_mass <= GPUNB_CUDA_H2M_SAFE;
+    return direct;
+}
+
+static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
+                     const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
+                     double (*jrk)[3], double *pot, int lmax, int limit, int *list,
+                     double *t_force, double *t_gather)
+{
+    cuda_state *s = state;
+    const double t0 = nb6_clock();
+    int chunk, st;
+
+    if ((st = prepare_lists(s, limit, &chunk)) != GPUNB_OK)
+        return st;
     *t_force = 0.0;
     for (int i0 = 0; i0 < ni && st == GPUNB_OK; i0 += chunk) {
         const int n = ni - i0 < chunk ? ni - i0 : chunk;
-        int direct = s->precise_mode == PRECISE_ALWAYS ||
-                     (s->precise_mode == PRECISE_AUTO && n <= PRECISE_DIRECT_NI);
-        for (int i = i0; i < i0 + n && !direct; i++) /* the fast kernel's r2 floor */
-            direct = h2[i] * s->min_mass <= GPUNB_CUDA_H2M_SAFE;
+        const int direct = precise_directly(s, n, h2 + i0);
         int *cols = list + (size_t)i0 * (size_t)lmax;
         st = regf_chunk(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, acc + i0, jrk + i0,
                         pot ? pot + i0 : NULL, lmax, limit, cols, direct, t_force);
@@ -653,12 +808,229 @@ static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
     return st;
 }
 
+/* ---- Resident j-particles and the asynchronous force ------------------- */
+
+/* Records and staging for this GPU's largest share of the capacity. */
+static int ensure_records(cuda_state *s, cuda_gpu *g)
+{
+    if (g->d_rec)
+        return GPUNB_OK;
+    const long cap_tiles = tiles_of(s->capacity_pad);
+    const long share = (cap_tiles + s->ngpu - 1) / s->ngpu * GPUNB_CUDA_TILE_J;
+    const size_t stage = (sizeof(gpunb_cuda_jrec) + sizeof(int)) * (size_t)share;
+    CHECK(g, cudaMalloc((void **)&g->d_rec, sizeof(gpunb_cuda_jrec) * (size_t)share));
+    CHECK(g, cudaMalloc((void **)&g->d_stage, stage));
+    CHECK(g, cudaHostAlloc((void **)&g->h_stage, stage, cudaHostAllocPortable));
+    g->rec_cap = share;
+    return GPUNB_OK;
+}
+
+static void pack_record(gpunb_cuda_jrec *r, const gpunb_jrecords *rec, int j)
+{
+    memcpy(r->x0, rec->x0[j], sizeof r->x0);
+    memcpy(r->v0, rec->v0[j], sizeof r->v0);
+    memcpy(r->f_half, rec->f_half[j], sizeof r->f_half);
+    memcpy(r->fdot_sixth, rec->fdot_sixth[j], sizeof r->fdot_sixth);
+    r->m = rec->m[j];
+    r->t0 = rec->t0[j];
+}
+
+/* Upload the changed records of GPU g's range (all of them when `full`),
+ * then predict its whole range into its float j-set; asynchronous. */
+static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecords *rec, int ndirty,
+                       const int *dirty, int full)
+{
+    gpunb_cuda_jrec *staged;
+    int st, n = 0;
+
+    CHECK(g, cudaSetDevice(g->device));
+    CHECK(g, cudaStreamSynchronize(g->stream)); /* the staging area is free */
+    if ((st = ensure_records(s, g)) != GPUNB_OK)
+        return st;
+    staged = (gpunb_cuda_jrec *)g->h_stage;
+    if (full) {
+        n = g->nj;
+#pragma omp parallel for if (n > 16384) schedule(static)
+        for (int q = 0; q < n; q++)
+            pack_record(&staged[q], rec, g->j0 + q);
+        if (n > 0)
+            CHECK(g, cudaMemcpyAsync(g->d_rec, staged, sizeof(gpunb_cuda_jrec) * (size_t)n,
+                                     cudaMemcpyHostToDevice, g->stream));
+    } else {
+        for (int k = 0; k < ndirty; k++)
+            n += dirty[k] >= g->j0 && dirty[k] < g->j0 + g->nj;
+        int *index = (int *)(staged + n), q = 0;
+        for (int k = 0; k < ndirty; k++)
+            if (dirty[k] >= g->j0 && dirty[k] < g->j0 + g->nj) {
+                pack_record(&staged[q], rec, dirty[k]);
+                index[q++] = dirty[k] - g->j0;
+            }
+        if (n > 0) {
+            CHECK(g, cudaMemcpyAsync(g->d_stage, staged, (sizeof(gpunb_cuda_jrec) + sizeof(int)) * (size_t)n,
+                                     cudaMemcpyHostToDevice, g->stream));
+            CHECK(g, gpunb_cuda_launch_scatter((const gpunb_cuda_jrec *)g->d_stage,
+                                               (const int *)((gpunb_cuda_jrec *)g->d_stage + n), n, g->d_rec,
+                                               g->stream));
+        }
+    }
+    gpunb_cuda_origin o;
+    memcpy(o.x, s->origin, sizeof o.x);
+    memcpy(o.v, s->vorigin, sizeof o.v);
+    CHECK(g, gpunb_cuda_launch_predict(g->d_rec, g->nj, (int)(g->ntiles * GPUNB_CUDA_TILE_J), t, &o,
+                                       g->d_jpos, g->d_jvel, g->d_jlo, g->stream));
+    return GPUNB_OK;
+}
+
+/* The GPUs keep the records of their j ranges (uploaded in full when the
+ * split changes, else only the changed ones) and predict them themselves:
+ * no host prediction, no upload of the j-set. */
+static int cuda_predict(void *state, int nj, double t, const gpunb_jrecords *rec, int ndirty,
+                        const int *dirty)
+{
+    cuda_state *s = state;
+    const int full = s->rec_nj != nj;
+    int st;
+
+    s->rec_nj = -1; /* until this call has succeeded */
+    if (full || s->origin_age >= ORIGIN_REFRESH) {
+        choose_origin(s, nj, rec->m, (const double(*)[3])rec->x0, (const double(*)[3])rec->v0);
+        s->origin_age = 0;
+    } else {
+        for (int k = 0; k < ndirty; k++) { /* a lighter particle tightens the error bound */
+            const double m = rec->m[dirty[k]];
+            if (m > 0.0 && (s->min_mass == 0.0 || m < s->min_mass))
+                s->min_mass = m;
+        }
+    }
+    split_jset(s, nj);
+    for (int k = 0; k < s->ngpu; k++)
+        if (s->gpu[k].ntiles > 0 &&
+            (st = predict_gpu(s, &s->gpu[k], t, rec, ndirty, dirty, full)) != GPUNB_OK)
+            return st;
+    s->nj = nj;
+    s->rec_nj = nj;
+    s->origin_age++;
+    s->rec = rec;
+    s->t_pred = t;
+    return GPUNB_OK;
+}
+
+/* The pending i predicted on the host exactly as the GPU predicts them
+ * (same formula, no FMA), so their floats equal their j entries'. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("fp-contract=off")))
+#endif
+static void predict_pending_on_host(cuda_state *s)
+{
+    const gpunb_jrecords *r = s->rec;
+    const double t = s->t_pred;
+    for (int i = 0; i < s->p_ni; i++) {
+        const int j = s->p_jidx[i];
+        const double dt = t - r->t0[j];
+        for (int k = 0; k < 3; k++) {
+            const double a2 = r->f_half[j][k], j6 = r->fdot_sixth[j][k];
+            s->p_xi[i][k] = r->x0[j][k] + dt * (r->v0[j][k] + dt * (a2 + dt * j6));
+            s->p_vi[i][k] = r->v0[j][k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
+        }
+    }
+    s->p_have_x = 1;
+}
+
+static int grow_pending(cuda_state *s, int ni)
+{
+    if (ni <= s->p_cap)
+        return GPUNB_OK;
+    free(s->p_jidx);
+    free(s->p_h2);
+    free(s->p_dtr);
+    free(s->p_xi);
+    free(s->p_vi);
+    s->p_jidx = malloc(sizeof(int) * (size_t)ni);
+    s->p_h2 = malloc(sizeof(double) * (size_t)ni);
+    s->p_dtr = malloc(sizeof(double) * (size_t)ni);
+    s->p_xi = malloc(sizeof(double[3]) * (size_t)ni);
+    s->p_vi = malloc(sizeof(double[3]) * (size_t)ni);
+    s->p_cap = ni;
+    if (!s->p_jidx || !s->p_h2 || !s->p_dtr || !s->p_xi || !s->p_vi) {
+        s->p_cap = 0;
+        return gpunb_fail(GPUNB_ERESOURCE, "gpunb_regf_start: out of host memory for ni = %d", ni);
+    }
+    return GPUNB_OK;
+}
+
+/* One GPU: the i are gathered from the predicted j-set on the GPU (only
+ * their indices, h2 and dtr cross PCIe).  Several GPUs: the i are predicted
+ * on the host (bit-identical) and sent, since each GPU holds only its range.
+ * A block larger than one launch (NI_CHUNK) is computed at finish. */
+static int cuda_regf_start(void *state, int ni, const int *j_index, const double *h2, const double *dtr,
+                           int lmax, int limit)
+{
+    cuda_state *s = state;
+    int chunk, st;
+
+    if ((st = grow_pending(s, ni)) != GPUNB_OK || (st = prepare_lists(s, limit, &chunk)) != GPUNB_OK)
+        return st;
+    memcpy(s->p_jidx, j_index, sizeof(int) * (size_t)ni);
+    memcpy(s->p_h2, h2, sizeof(double) * (size_t)ni);
+    memcpy(s->p_dtr, dtr, sizeof(double) * (size_t)ni);
+    s->p_ni = ni;
+    s->p_lmax = lmax;
+    s->p_limit = limit;
+    s->p_have_x = 0;
+    if (ni > chunk) {
+        s->p_mode = PENDING_DEFERRED;
+        return GPUNB_OK;
+    }
+    s->p_direct = precise_directly(s, ni, h2);
+    if (s->ngpu == 1) {
+        fill_iidx(s, ni, j_index, h2, dtr);
+        st = chunk_launch(s, ni, limit, s->p_direct, 1);
+    } else {
+        predict_pending_on_host(s);
+        fill_ibuf(s, ni, h2, dtr, (const double(*)[3])s->p_xi, (const double(*)[3])s->p_vi);
+        st = chunk_launch(s, ni, limit, s->p_direct, 0);
+    }
+    s->dirty |= st != GPUNB_OK;
+    s->p_mode = st == GPUNB_OK ? PENDING_LAUNCHED : PENDING_NONE;
+    return st;
+}
+
+static int cuda_regf_finish(void *state, double (*acc)[3], double (*jrk)[3], double *pot, int *list,
+                            double *t_force, double *t_gather)
+{
+    cuda_state *s = state;
+    const int mode = s->p_mode, ni = s->p_ni, lmax = s->p_lmax, limit = s->p_limit;
+    int st;
+
+    s->p_mode = PENDING_NONE;
+    if (mode == PENDING_DEFERRED) {
+        predict_pending_on_host(s);
+        return cuda_regf(s, ni, s->p_h2, s->p_dtr, (const double(*)[3])s->p_xi, (const double(*)[3])s->p_vi,
+                         acc, jrk, pot, lmax, limit, list, t_force, t_gather);
+    }
+    *t_force = 0.0;
+    st = chunk_collect(s, ni, acc, jrk, pot, lmax, limit, list, t_force);
+    const double t0 = nb6_clock();
+    if (st == GPUNB_OK && !s->p_direct && s->precise_mode == PRECISE_AUTO) {
+        if (!s->p_have_x)
+            predict_pending_on_host(s);
+        st = redo_precise(s, ni, s->p_h2, s->p_dtr, (const double(*)[3])s->p_xi, (const double(*)[3])s->p_vi,
+                          acc, jrk, pot, lmax, limit, list, t_force);
+    }
+    s->dirty = st != GPUNB_OK;
+    *t_gather = nb6_clock() - t0;
+    return st;
+}
+
 const gpunb_backend_ops gpunb_backend_cuda = {
     .name = "cuda",
     .open = cuda_open,
     .close = cuda_close,
     .send = cuda_send,
     .regf = cuda_regf,
+    .predict = cuda_predict,
+    .regf_start = cuda_regf_start,
+    .regf_finish = cuda_regf_finish,
 };
 
 /* GPUPOT on the GPUs: every GPU gets all particles and a share of the k. */

@@ -60,6 +60,21 @@ typedef struct gpunb_cuda_result {
     int off;
 } gpunb_cuda_result;
 
+/* A resident j-particle's predictor state on the GPU, as the host keeps it
+ * (gpunb_jrecords): position, velocity, acc/2, jerk/6 at epoch t0, mass. */
+typedef struct gpunb_cuda_jrec {
+    double x0[3], v0[3], f_half[3], fdot_sixth[3];
+    double m, t0;
+} gpunb_cuda_jrec;
+
+/* The origin of the float coordinates (position and velocity). */
+typedef struct gpunb_cuda_origin {
+    double x[3], v[3];
+} gpunb_cuda_origin;
+
+/* Threads per block of the prediction and record-scatter kernels. */
+#define GPUNB_CUDA_PREDICT_THREADS 256
+
 /* A particle for the double-precision potential kernel. */
 typedef struct gpunb_cuda_xm {
     double x, y, z, m;

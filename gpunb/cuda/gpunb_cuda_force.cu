@@ -52,16 +52,35 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
     const int ni_pad = gridDim.y * GPUNB_CUDA_BLOCK_I;
     const int slice = blockIdx.x;
     /* The slice, in quarters of a tile (the part one way computes), so that
-     * slices differ by at most one quarter tile of work. */
-    const long long nquarters = a.ntiles * GPUNB_CUDA_JWAYS;
-    const long long q_begin = nquarters * slice / a.nslices;
-    const long long q_end = nquarters * (slice + 1) / a.nslices;
+     * slices differ by at most one quarter tile of work; or in whole tiles
+     * (granule JWAYS) where slices are only a few quarters long: a slice
+     * that starts or ends inside a tile leaves warps of the block idle. */
+    const long long nunits = a.ntiles * GPUNB_CUDA_JWAYS / a.granule;
+    const long long q_begin = nunits * slice / a.nslices * a.granule;
+    const long long q_end = nunits * (slice + 1) / a.nslices * a.granule;
 
     if (slice == 0 && blockIdx.y == 0 && tid == 0)
         *a.total = 0; /* the gathering kernel's allocator, for this call */
 
-    const float4 pi = a.ipos[i], vi = a.ivel[i];
-    const float4 li = PRECISE ? a.ilo[i] : make_float4(0, 0, 0, 0);
+    float4 pi, vi, li = make_float4(0, 0, 0, 0);
+    if (a.iidx) { /* j-set members: their entries are bit-equal, self is r = 0 */
+        const int4 d = a.iidx[i];
+        if (d.x >= 0) {
+            pi = a.jpos[d.x];
+            vi = a.jvel[d.x];
+            if (PRECISE)
+                li = a.jlo[d.x];
+        } else {
+            pi = vi = li;
+        }
+        pi.w = d.x >= 0 ? __int_as_float(d.y) : -1.0f; /* padding: h2 < 0 */
+        vi.w = __int_as_float(d.z);
+    } else {
+        pi = a.ipos[i];
+        vi = a.ivel[i];
+        if (PRECISE)
+            li = a.ilo[i];
+    }
     const float h2 = pi.w, dt = vi.w;
 #pragma unroll
     for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++)

@@ -3,18 +3,56 @@
  * i) into one compact ascending list per i, placed one after another in a
  * compact array, so that only the lists themselves cross PCIe.  One block
  * per i; entries are distinct j indices, so each one's rank (the number of
- * smaller entries) is its place in the sorted list. */
+ * smaller entries) is its place in the sorted list.
+ *
+ * For small blocks of i (where the call's latency is what counts) the same
+ * kernel first does the reduction of the partial forces (REDUCE): one
+ * launch after the force kernel instead of two on two streams. */
 #include "gpunb_cuda_kernels.h"
 
 
+template <bool REDUCE>
 static __global__ void __launch_bounds__(GPUNB_CUDA_GATHER_THREADS)
 gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, int cap, int limit,
                     int *__restrict__ total, int *__restrict__ compact,
-                    gpunb_cuda_result *__restrict__ result)
+                    gpunb_cuda_result *__restrict__ result, const float *__restrict__ partial,
+                    int nslices, int ni_pad)
 {
     __shared__ int entries[GPUNB_CUDA_GATHER_SMEM_LIST];
     __shared__ int base;
+    __shared__ double red[REDUCE ? GPUNB_CUDA_GATHER_THREADS / 32 : 1][GPUNB_CUDA_NPARTIAL];
     const int i = blockIdx.x, tid = threadIdx.x;
+
+    if (REDUCE) { /* the slices of i over the threads, then a fixed-order sum */
+        const size_t stride = (size_t)GPUNB_CUDA_NPARTIAL * ni_pad;
+        double sum[GPUNB_CUDA_NPARTIAL] = {0, 0, 0, 0, 0, 0, 0};
+        for (int sl = tid; sl < nslices; sl += GPUNB_CUDA_GATHER_THREADS) {
+            const float *p = partial + (size_t)sl * stride + i;
+#pragma unroll
+            for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++)
+                sum[c] += p[(size_t)c * ni_pad];
+        }
+#pragma unroll
+        for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++) {
+            for (int off = 16; off > 0; off >>= 1)
+                sum[c] += __shfl_down_sync(0xffffffffu, sum[c], off);
+            if (tid % 32 == 0)
+                red[tid / 32][c] = sum[c];
+        }
+        __syncthreads();
+        if (tid < GPUNB_CUDA_NPARTIAL) {
+            double t = 0.0;
+            for (int w = 0; w < GPUNB_CUDA_GATHER_THREADS / 32; w++)
+                t += red[w][tid];
+            gpunb_cuda_result *r = result + i;
+            if (tid < 3)
+                r->acc[tid] = t;
+            else if (tid < 6)
+                r->jrk[tid - 3] = t;
+            else
+                r->pot = t;
+        }
+    }
     const int count = nbcount[i];
 
     __syncthreads(); /* every thread has read the counter before it is reset */
@@ -65,9 +103,14 @@ gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, i
 
 extern "C" cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist, int cap, int ni,
                                                 int limit, int *total, int *compact,
-                                                gpunb_cuda_result *result, cudaStream_t stream)
+                                                gpunb_cuda_result *result, const float *partial,
+                                                int nslices, int ni_pad, cudaStream_t stream)
 {
-    gpunb_gather_kernel<<<ni, GPUNB_CUDA_GATHER_THREADS, 0, stream>>>(nbcount, nblist, cap, limit,
-                                                                      total, compact, result);
+    if (partial)
+        gpunb_gather_kernel<true><<<ni, GPUNB_CUDA_GATHER_THREADS, 0, stream>>>(
+            nbcount, nblist, cap, limit, total, compact, result, partial, nslices, ni_pad);
+    else
+        gpunb_gather_kernel<false><<<ni, GPUNB_CUDA_GATHER_THREADS, 0, stream>>>(
+            nbcount, nblist, cap, limit, total, compact, result, NULL, 0, 0);
     return cudaGetLastError();
 }

@@ -30,8 +30,12 @@ typedef struct gpunb_cuda_force_args {
     long long ntiles;
     int j0;
     const float4 *ipos, *ivel, *ilo;
+    /* When set, the i are j-set members instead: iidx[i] = (local j index or
+     * -1 for padding, h2 and dtr as float bits, 0); ipos/ivel/ilo unused. */
+    const int4 *iidx;
     int ni_tiles;
     int nslices;
+    int granule; /* a slice is a whole number of this many quarter tiles (1 or JWAYS) */
     float *partial;
     int *nbcount;
     int *nblist;
@@ -50,11 +54,23 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nsli
 
 /* For each i < ni: read and reset nbcount[i]; if it exceeds limit store
  * -count, else sort the list, place it at an offset taken from *total in
- * compact[] and store count and offset in result[i]. */
+ * compact[] and store count and offset in result[i].  With partial set, also
+ * do what gpunb_cuda_launch_reduce does (one launch for small ni). */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist, int cap,
                                                   int ni, int limit, int *total, int *compact,
-                                                  gpunb_cuda_result *result,
-                                                  cudaStream_t stream);
+                                                  gpunb_cuda_result *result, const float *partial,
+                                                  int nslices, int ni_pad, cudaStream_t stream);
+
+/* rec[index[k]] = staged[k] for k < n (index local to this GPU's records). */
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_scatter(const gpunb_cuda_jrec *staged, const int *index,
+                                                   int n, gpunb_cuda_jrec *rec, cudaStream_t stream);
+
+/* Predict records 0..nj-1 to time t in double and write the float j-set
+ * (jpos, jvel, jlo as documented for the force kernel) relative to *o;
+ * entries nj..npad-1 become zero padding. */
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_predict(const gpunb_cuda_jrec *rec, int nj, int npad,
+                                                   double t, const gpunb_cuda_origin *o, float4 *jpos,
+                                                   float4 *jvel, float4 *jlo, cudaStream_t stream);
 
 /* Resident force blocks per multiprocessor of the variant min_blocks (for
  * sizing the j split). */

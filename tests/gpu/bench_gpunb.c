@@ -9,7 +9,13 @@
  *              per interaction), the count given by --sass (cuobjdump, see
  *              sass_per_interaction.sh) or else an assumed 42.
  * Usage: bench_gpunb [--ni "64 1024"] [--nj "16384 131072 1048576"]
- *                    [--sass 42.0] [--seconds 0.5]
+ *                    [--sass 42.0] [--seconds 0.5] [--resident 0|1]
+ * --resident 1: instead, per (NI, NJ), the extended path against the legacy
+ * one: host prediction of all j + gpunb_send vs gpunb_set_jparticle of 1 % of
+ * the records + gpunb_predict (GPU prediction), each until the j-set is on
+ * the GPU; a whole block each way (predict, send/start, regf/finish); and
+ * the overlap: how long gpunb_regf_finish still waits after host work of
+ * about the force's duration between start and finish.
  * Exits 77 with "SKIP: ..." where no CUDA device is usable. */
 #include "config.h"
 #include "gpunb.h"
@@ -36,6 +42,147 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static double median(double *t, int n)
+{
+    qsort(t, n, sizeof *t, cmp_double);
+    return t[n / 2];
+}
+
+#ifdef NB6ACCEL_HAVE_CUDA
+static volatile double spin_sink;
+
+/* Host work of about `us` microseconds. */
+static void spin(double us)
+{
+    double t0 = now(), x = 1.0;
+    while (now() - t0 < 1e-6 * us)
+        for (int k = 0; k < 100; k++)
+            x = x * 1.0000001 + 1e-9;
+    spin_sink = x;
+}
+
+static void host_predict(int nj, double t, const double *t0, const double (*x0)[3], const double (*v0)[3],
+                         const double (*a2)[3], const double (*j6)[3], double (*xp)[3], double (*vp)[3])
+{
+#pragma omp parallel for schedule(static) if (nj > 4096)
+    for (int j = 0; j < nj; j++) {
+        double dt = t - t0[j];
+        for (int k = 0; k < 3; k++) {
+            xp[j][k] = x0[j][k] + dt * (v0[j][k] + dt * (a2[j][k] + dt * j6[j][k]));
+            vp[j][k] = v0[j][k] + 2.0 * dt * (a2[j][k] + 1.5 * dt * j6[j][k]);
+        }
+    }
+}
+
+static int bench_resident(const int *nis, int nni, const int *njs, int nnj, int reps)
+{
+    printf("extended (resident) path vs legacy path; times in us, medians of %d; 1%% of the records "
+           "changed per block\n", reps);
+    printf("%7s %8s %12s %12s %12s %12s %12s %12s %10s %10s\n", "NI", "NJ", "hpred+send", "set1%+pred",
+           "legacy_blk", "resid_blk", "start+fin", "host_work", "fin_wait", "overlap%");
+    for (int q = 0; q < nnj; q++) {
+        const int nj = njs[q], ndirty = nj / 100 > 0 ? nj / 100 : 1;
+        tl_cluster c;
+        tl_cluster_make(&c, nj, nj / 200, 0.0, 0.1);
+        double bodym = tl_cluster_mean_mass(&c);
+        double *t0 = malloc(sizeof(double) * nj), (*a2)[3] = malloc(sizeof(double[3]) * nj);
+        double(*j6)[3] = malloc(sizeof(double[3]) * nj), (*xp)[3] = malloc(sizeof(double[3]) * nj);
+        double(*vp)[3] = malloc(sizeof(double[3]) * nj);
+        for (int j = 0; j < nj; j++) {
+            for (int k = 0; k < 3; k++) {
+                a2[j][k] = c.m[j] > 0 ? 0.5 * tl_normal() : 0.0;
+                j6[j][k] = c.m[j] > 0 ? tl_normal() / 6.0 : 0.0;
+            }
+            t0[j] = 0.0;
+        }
+        gpunb *leg = NULL, *res = NULL;
+        if (gpunb_open(&leg, nj, GPUNB_BACKEND_CUDA) != GPUNB_OK ||
+            gpunb_open(&res, nj, GPUNB_BACKEND_CUDA) != GPUNB_OK) {
+            printf("FAIL: %s\n", gpunb_last_error());
+            return 1;
+        }
+        for (int j = 0; j < nj; j++)
+            gpunb_set_jparticle(res, j, c.x[j], c.v[j], a2[j], j6[j], c.m[j], t0[j]);
+        gpunb_predict(res, nj, 1e-4);
+        for (int k = 0; k < nni; k++) {
+            const int ni = nis[k], lmax = 500, nbmax = 450;
+            int *ji = malloc(sizeof(int) * ni), *list = malloc(sizeof(int) * (size_t)ni * lmax);
+            double *h2 = malloc(sizeof(double) * ni), *dtr = malloc(sizeof(double) * ni);
+            double(*xi)[3] = malloc(sizeof(double[3]) * ni), (*vi)[3] = malloc(sizeof(double[3]) * ni);
+            double(*acc)[3] = malloc(sizeof(double[3]) * ni), (*jrk)[3] = malloc(sizeof(double[3]) * ni);
+            double *pot = malloc(sizeof(double) * ni);
+            double *ta = malloc(sizeof(double) * reps), *tb = malloc(sizeof(double) * reps);
+            double *tc = malloc(sizeof(double) * reps), *td = malloc(sizeof(double) * reps);
+            double *te = malloc(sizeof(double) * reps), *tf = malloc(sizeof(double) * reps);
+            for (int i = 0; i < ni; i++) {
+                do
+                    ji[i] = tl_int(0, nj - 1);
+                while (c.m[ji[i]] == 0.0);
+                double r = cbrt(50.0 / nj) * pow(1.0 + c.x[ji[i]][0] * c.x[ji[i]][0], 5.0 / 6.0);
+                h2[i] = r * r / bodym;
+                dtr[i] = 1e-3;
+            }
+            double t = 1e-4;
+            for (int rep = 0; rep < reps; rep++, t += 1e-5) {
+                /* legacy: predict all on the host, send, regf */
+                double s0 = now();
+                host_predict(nj, t, t0, (const double(*)[3])c.x, (const double(*)[3])c.v,
+                             (const double(*)[3])a2, (const double(*)[3])j6, xp, vp);
+                gpunb_send(leg, nj, c.m, (const double(*)[3])xp, (const double(*)[3])vp);
+                cudaDeviceSynchronize();
+                double s1 = now();
+                for (int i = 0; i < ni; i++) {
+                    memcpy(xi[i], xp[ji[i]], sizeof xi[i]);
+                    memcpy(vi[i], vp[ji[i]], sizeof vi[i]);
+                }
+                gpunb_regf(leg, ni, h2, dtr, (const double(*)[3])xi, (const double(*)[3])vi, acc, jrk, pot,
+                           lmax, nbmax, list);
+                double s2 = now();
+                /* resident: 1 % of the records change, the GPU predicts */
+                for (int d = 0; d < ndirty; d++) {
+                    int j = tl_int(0, nj - 1);
+                    gpunb_set_jparticle(res, j, c.x[j], c.v[j], a2[j], j6[j], c.m[j], t0[j]);
+                }
+                gpunb_predict(res, nj, t);
+                cudaDeviceSynchronize();
+                double s3 = now();
+                gpunb_regf_start(res, ni, ji, h2, dtr, lmax, nbmax);
+                gpunb_regf_finish(res, acc, jrk, pot, list);
+                double s4 = now();
+                ta[rep] = s1 - s0;
+                tb[rep] = s3 - s2;
+                tc[rep] = s2 - s0;
+                td[rep] = s4 - s2;
+                te[rep] = s4 - s3;
+            }
+            double start_finish = median(te, reps), work = start_finish;
+            /* overlap: host work of the force's duration between start and finish */
+            for (int rep = 0; rep < reps; rep++, t += 1e-5) {
+                gpunb_predict(res, nj, t);
+                cudaDeviceSynchronize();
+                gpunb_regf_start(res, ni, ji, h2, dtr, lmax, nbmax);
+                spin(1e6 * work);
+                double s0 = now();
+                gpunb_regf_finish(res, acc, jrk, pot, list);
+                tf[rep] = now() - s0;
+            }
+            double wait = median(tf, reps);
+            printf("%7d %8d %12.1f %12.1f %12.1f %12.1f %12.1f %12.1f %10.1f %9.0f%%\n", ni, nj, 1e6 * median(ta, reps),
+                   1e6 * median(tb, reps), 1e6 * median(tc, reps), 1e6 * median(td, reps), 1e6 * start_finish,
+                   1e6 * work, 1e6 * wait, 100.0 * (1.0 - wait / start_finish));
+            fflush(stdout);
+            free(ji), free(list), free(h2), free(dtr), free(xi), free(vi), free(acc), free(jrk), free(pot);
+            free(ta), free(tb), free(tc), free(td), free(te), free(tf);
+        }
+        gpunb_close(leg);
+        gpunb_close(res);
+        free(t0), free(a2), free(j6), free(xp), free(vp);
+        tl_cluster_free(&c);
+    }
+    return 0;
+}
+#endif
+
 static int parse_list(const char *s, int *out, int max)
 {
     int n = 0;
@@ -55,6 +202,7 @@ int main(int argc, char **argv)
     int nis[16] = {64, 1024}, njs[16] = {16384, 131072, 1048576};
     int nni = 2, nnj = 3;
     double sass = 0.0, seconds = 0.5;
+    int resident = 0;
     for (int a = 1; a + 1 < argc; a += 2) {
         if (strcmp(argv[a], "--ni") == 0)
             nni = parse_list(argv[a + 1], nis, 16);
@@ -64,6 +212,8 @@ int main(int argc, char **argv)
             sass = atof(argv[a + 1]);
         else if (strcmp(argv[a], "--seconds") == 0)
             seconds = atof(argv[a + 1]);
+        else if (strcmp(argv[a], "--resident") == 0)
+            resident = atoi(argv[a + 1]);
         else {
             fprintf(stderr, "bench_gpunb: unknown option %s\n", argv[a]);
             return 2;
@@ -78,6 +228,10 @@ int main(int argc, char **argv)
         tl_skip("no usable CUDA device (%s)", gpunb_last_error());
     printf("back-end: %s\n", gpunb_backend_description(h));
     gpunb_close(h);
+    if (resident) {
+        tl_seed_from_env();
+        return bench_resident(nis, nni, njs, nnj, 30);
+    }
 
     int dev = 0, sms = 0, khz = 0;
     cudaGetDevice(&dev);

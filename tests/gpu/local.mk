@@ -1,11 +1,15 @@
 # GPU tests and benchmarks (skip without a GPU).
 # test_gpunb_cuda: the CUDA back-end against the double reference (exits 77
 # with "SKIP: no usable CUDA device (...)" where there is none).
+# test_gpunb_resident_cuda: its native extended path (GPU-resident records,
+# GPU prediction, asynchronous force) against double and the legacy path.
 # bench_gpunb: figures per (NI, NJ); built by `make check`, not a test.
 # run-on-device.sh: build, test, sanitizers, benchmark, SASS count on a GPU.
-check_PROGRAMS += tests/gpu/test_gpunb_cuda tests/gpu/bench_gpunb
-TESTS += tests/gpu/test_gpunb_cuda
+check_PROGRAMS += tests/gpu/test_gpunb_cuda tests/gpu/test_gpunb_resident_cuda tests/gpu/bench_gpunb
+TESTS += tests/gpu/test_gpunb_cuda tests/gpu/test_gpunb_resident_cuda
 tests_gpu_test_gpunb_cuda_LDADD = $(TEST_LIBS)
+tests_gpu_test_gpunb_resident_cuda_LDADD = $(TEST_LIBS)
+tests_gpu_test_gpunb_resident_cuda_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 tests_gpu_bench_gpunb_LDADD = $(TEST_LIBS)
 EXTRA_DIST += tests/gpu/run-on-device.sh tests/gpu/sass_per_interaction.sh
 if HAVE_CUDA

@@ -8,10 +8,14 @@
 # table at the end.
 # Usage, from the repository root on the GPU machine:
 #   bash tests/gpu/run-on-device.sh            (logs go to $OUT or /tmp/gpunb-out)
+#   MODE=short bash tests/gpu/run-on-device.sh (about 3 minutes: the GPU tests
+#     only inside `make check`, memcheck only, the default settings' benchmark,
+#     the resident-path benchmark, ncu of the NI = 64 call)
 # With the device tool: run ./bootstrap here, then run the command
 #   source .devtools/device-fortran.sh setup .devtools; bash tests/gpu/run-on-device.sh
 # carrying .devtools configure Makefile.in aclocal.m4 config.h.in build-aux m4.
 set -u
+MODE=${MODE:-full}
 SRC=$(pwd)
 OUT=${OUT:-/tmp/gpunb-out}
 B=${BUILD:-/tmp/b-gpunb-cuda}
@@ -36,10 +40,12 @@ note "build (configure --with-cuda, make, check programs): rc=$build in $(( $(da
 grep -A2 "gpunb_force_kernel" "$OUT/build.log" | grep -E "registers|spill" | head -3 | sed 's/^/  ptxas: /' | tee -a "$S"
 [ $build = 0 ] || { tail -30 "$OUT/build.log"; exit 1; }
 
+if [ "$MODE" = full ]; then
 t0=$(date +%s)
 timeout 400 ./tests/gpu/test_gpunb_cuda >"$OUT/test_gpu.log" 2>&1
 note "GPU test (tests/gpu/test_gpunb_cuda): rc=$? in $(( $(date +%s) - t0 )) s: $(tail -1 "$OUT/test_gpu.log")"
 grep -E "^relative errors|FAIL" "$OUT/test_gpu.log" | head -8 | sed 's/^/  /' | tee -a "$S"
+fi
 
 t0=$(date +%s)
 timeout 300 make -j8 check >"$OUT/check.log" 2>&1
@@ -49,10 +55,19 @@ grep -E "^(FAIL|ERROR)" "$OUT/check.log" | sed 's/^/  /'
 for t in $(grep -E "^(FAIL|ERROR):" "$OUT/check.log" | awk '{print $2}'); do
   { echo "=== $t.log"; tail -20 "$t.log"; } >>"$OUT/check.log" 2>/dev/null
 done
+# The GPU tests' and test_resident's own logs (errors, timings of the native path).
+for t in tests/gpu/test_gpunb_cuda tests/gpu/test_gpunb_resident_cuda tests/test_resident; do
+  cp "$t.log" "$OUT/$(basename $t).log" 2>/dev/null
+  note "  $(basename $t): $(grep -E "^relative errors" "$t.log" | head -1)"
+done
+grep -E "cuda +extended" tests/test_resident.log | sed 's/^/  /' | tee -a "$S"
+grep -E "^  NJ=" tests/gpu/test_gpunb_resident_cuda.log | sed 's/^/  /' | tee -a "$S"
 
 # Sanitizers on the reduced case ("quick"), all in one log.
 : >"$OUT/sanitizers.log"
-for tool in memcheck racecheck synccheck; do
+tools="memcheck racecheck synccheck"
+[ "$MODE" = full ] || tools=memcheck
+for tool in $tools; do
   t0=$(date +%s)
   echo "=== compute-sanitizer --tool $tool" >>"$OUT/sanitizers.log"
   timeout 240 ./libtool --mode=execute compute-sanitizer --tool $tool --error-exitcode 9 \
@@ -61,13 +76,23 @@ for tool in memcheck racecheck synccheck; do
   cat "$OUT/$tool.tmp" >>"$OUT/sanitizers.log"
   note "compute-sanitizer $tool (quick case): rc=$rc in $(( $(date +%s) - t0 )) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool.tmp" | tail -1) $(tail -1 "$OUT/$tool.tmp")"
   rm -f "$OUT/$tool.tmp"
+  t0=$(date +%s)
+  echo "=== compute-sanitizer --tool $tool, native extended path" >>"$OUT/sanitizers.log"
+  timeout 240 ./libtool --mode=execute compute-sanitizer --tool $tool --error-exitcode 9 \
+    ./tests/gpu/test_gpunb_resident_cuda quick >"$OUT/$tool.tmp" 2>&1
+  rc=$?
+  cat "$OUT/$tool.tmp" >>"$OUT/sanitizers.log"
+  note "compute-sanitizer $tool (native path, quick): rc=$rc in $(( $(date +%s) - t0 )) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool.tmp" | tail -1) $(tail -1 "$OUT/$tool.tmp")"
+  rm -f "$OUT/$tool.tmp"
 done
 
 sass=$(PATH=$PATH:/usr/local/cuda/bin bash "$SRC/tests/gpu/sass_per_interaction.sh" .libs/libgpunb.so 5)
 sass4=$(PATH=$PATH:/usr/local/cuda/bin bash "$SRC/tests/gpu/sass_per_interaction.sh" .libs/libgpunb.so 4)
 note "SASS per interaction of the fast kernel (main loop less nested loops / 64; loop, nested, kernel total): default (5 blocks/SM, 48 registers) $sass; 4 blocks/SM (64 registers) $sass4"
 t0=$(date +%s)
-{ for run in "auto 5 $sass" "never 5 $sass" "auto 4 $sass4"; do
+runs='"auto 5 $sass" "never 5 $sass" "auto 4 $sass4"'
+[ "$MODE" = full ] || runs='"auto 5 $sass" "never 5 $sass"'
+{ eval "set -- $runs"; for run in "$@"; do
     set -- $run
     echo "== NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 (auto: two-float kernel directly for NI <= 256, else fast kernel + redo where needed)"
     NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 timeout 200 ./tests/gpu/bench_gpunb --sass "$3" \
@@ -75,10 +100,17 @@ t0=$(date +%s)
   done; } >"$OUT/bench.log" 2>&1
 note "benchmark: rc=$? in $(( $(date +%s) - t0 )) s"
 cat "$OUT/bench.log" | tee -a "$S"
+t0=$(date +%s)
+timeout 120 ./tests/gpu/bench_gpunb --resident 1 --ni "64 1024" --nj "131072" >"$OUT/bench_resident.log" 2>&1
+note "resident-path benchmark: rc=$? in $(( $(date +%s) - t0 )) s"
+cat "$OUT/bench_resident.log" | tee -a "$S"
 
 # Kernel durations and issue activity from Nsight Compute (clocks as found).
 t0=$(date +%s)
-for run in "auto 5 64" "auto 5 1024" "auto 4 1024"; do
+nruns='"auto 5 64" "auto 5 1024" "auto 4 1024"'
+[ "$MODE" = full ] || nruns='"auto 5 64" "never 5 1024"'
+eval "set -- $nruns"
+for run in "$@"; do
   set -- $run
   echo "== NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 NI=$3 NJ=131072"
   NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 timeout 120 ./libtool --mode=execute ncu \

@@ -1,0 +1,82 @@
+/* gpunb_cuda_predict.cu -- resident j-particles on the GPU: the records the
+ * host changed since the last prediction are scattered into the GPU's record
+ * array, and the prediction kernel turns every record into the float j-set
+ * the force kernel reads (the same layout gpunb_send leaves).
+ *
+ * The prediction is in double with NBODY6's Horner form and no contraction
+ * into FMA (__dmul_rn/__dadd_rn), so it is bit-identical to the host's
+ * (gpunb_api.c and gpunb_cuda.c, fp-contract off): an i-particle predicted on the
+ * host (the several-GPU path, the redo of a block) converts to exactly the
+ * floats of its j entry, and self stays an exact r = 0 neighbour. */
+#include "gpunb_cuda_kernels.h"
+
+static __global__ void __launch_bounds__(GPUNB_CUDA_PREDICT_THREADS)
+gpunb_scatter_kernel(const gpunb_cuda_jrec *__restrict__ staged, const int *__restrict__ index, int n,
+                     gpunb_cuda_jrec *__restrict__ rec)
+{
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < n)
+        rec[index[k]] = staged[k];
+}
+
+/* hi + lo floats of a double (the host's split() in gpunb_cuda.c). */
+static __device__ __forceinline__ void split_rn(double r, float *hi, float *lo)
+{
+    *hi = __double2float_rn(r);
+    *lo = __double2float_rn(__dadd_rn(r, -(double)*hi));
+}
+
+static __global__ void __launch_bounds__(GPUNB_CUDA_PREDICT_THREADS)
+gpunb_predict_kernel(const gpunb_cuda_jrec *__restrict__ rec, int nj, int npad, double t,
+                     gpunb_cuda_origin o, float4 *__restrict__ jpos, float4 *__restrict__ jvel,
+                     float4 *__restrict__ jlo)
+{
+    const int q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= npad)
+        return;
+    float4 p = make_float4(0, 0, 0, 0), u = p, l = p; /* padding: massless, adds nothing */
+    if (q < nj) {
+        const gpunb_cuda_jrec *r = rec + q;
+        const double dt = __dadd_rn(t, -r->t0);
+        double x[3], v[3];
+#pragma unroll
+        for (int k = 0; k < 3; k++) {
+            const double a2 = r->f_half[k], j6 = r->fdot_sixth[k];
+            /* x0 + dt (v0 + dt (a2 + dt j6)) */
+            double s = __dadd_rn(a2, __dmul_rn(dt, j6));
+            s = __dadd_rn(r->v0[k], __dmul_rn(dt, s));
+            x[k] = __dadd_rn(r->x0[k], __dmul_rn(dt, s));
+            /* v0 + (2 dt) (a2 + (1.5 dt) j6) */
+            const double w = __dadd_rn(a2, __dmul_rn(__dmul_rn(1.5, dt), j6));
+            v[k] = __dadd_rn(r->v0[k], __dmul_rn(__dmul_rn(2.0, dt), w));
+        }
+        split_rn(__dadd_rn(x[0], -o.x[0]), &p.x, &l.x);
+        split_rn(__dadd_rn(x[1], -o.x[1]), &p.y, &l.y);
+        split_rn(__dadd_rn(x[2], -o.x[2]), &p.z, &l.z);
+        p.w = __double2float_rn(r->m);
+        u = make_float4(__double2float_rn(__dadd_rn(v[0], -o.v[0])),
+                        __double2float_rn(__dadd_rn(v[1], -o.v[1])),
+                        __double2float_rn(__dadd_rn(v[2], -o.v[2])), 0.0f);
+    }
+    jpos[q] = p;
+    jvel[q] = u;
+    jlo[q] = l;
+}
+
+extern "C" cudaError_t gpunb_cuda_launch_scatter(const gpunb_cuda_jrec *staged, const int *index, int n,
+                                                 gpunb_cuda_jrec *rec, cudaStream_t stream)
+{
+    const int nt = GPUNB_CUDA_PREDICT_THREADS;
+    if (n > 0)
+        gpunb_scatter_kernel<<<(n + nt - 1) / nt, nt, 0, stream>>>(staged, index, n, rec);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t gpunb_cuda_launch_predict(const gpunb_cuda_jrec *rec, int nj, int npad, double t,
+                                                 const gpunb_cuda_origin *o, float4 *jpos, float4 *jvel,
+                                                 float4 *jlo, cudaStream_t stream)
+{
+    const int nt = GPUNB_CUDA_PREDICT_THREADS;
+    gpunb_predict_kernel<<<(npad + nt - 1) / nt, nt, 0, stream>>>(rec, nj, npad, t, *o, jpos, jvel, jlo);
+    return cudaGetLastError();
+}
