@@ -2,7 +2,7 @@
  * in neighbour interactions per second, and PRED_ALL (gpuirr_predict_all)
  * of 128k particles, per SIMD level and OpenMP thread count.
  *
- *   bench_gpuirr_simd [-q] [-n N] [-l level] [threads ...]
+ *   bench_gpuirr_simd [-q] [-s] [-n N] [-l level] [threads ...]
  *                                        (default: every level; threads 1 and all)
  *
  * FIRR_VEC: N = 64k, 256k, 1M particles (-q: 64k only), every i forced, list
@@ -11,7 +11,10 @@
  * N = 64k (or -n N); the larger N, and N = 8k (records in cache: the
  * arithmetic alone), run the best level only.  Flops are counted in the
  * 60-flop convention of the original NBODY6 libraries.  Each figure is the
- * best of repeated calls over at least 0.3 s (after one warm-up call). */
+ * best of repeated calls over at least 0.3 s (after one warm-up call).
+ * -s: the particles forced in a shuffled order (as NBODY6 passes its block
+ * of actives) instead of 1..N, so that no hardware prefetcher finds the
+ * lists and own records. */
 #include "simd_testutil.h"
 #include "gpuirr.h"
 
@@ -67,6 +70,8 @@ static gpuirr *setup(int level, int n, int with_lists)
         } while (now_s() - t_start < 0.3 || reps_ < 3);                \
     } while (0)
 
+static int shuffled;
+
 static void bench_force(int level, int n, const int *threads, int nthreads)
 {
     gpuirr *g = setup(level, n, 1);
@@ -74,6 +79,11 @@ static void bench_force(int level, int n, const int *threads, int nthreads)
     double (*acc)[3] = malloc(sizeof *acc * n), (*jrk)[3] = malloc(sizeof *jrk * n);
     for (int s = 0; s < n; s++)
         addr[s] = s + 1;
+    for (int s = n - 1; shuffled && s > 0; s--) {
+        int r = rng_int(s + 1), t = addr[s];
+        addr[s] = addr[r];
+        addr[r] = t;
+    }
     gpuirr_predict_all(g, 1, n, 0.01);
     gpuirr_stats st;
     gpuirr_force(g, n, addr, acc, jrk);
@@ -83,9 +93,9 @@ static void bench_force(int level, int n, const int *threads, int nthreads)
         double best;
         set_threads(threads[t]);
         BEST_TIME(best, gpuirr_force(g, n, addr, acc, jrk));
-        printf("FIRR_VEC  %-6s threads %3d  N %8d  <NB> %5.1f  %8.3f ms  %.3e interactions/s  %7.1f Gflops\n",
+        printf("FIRR_VEC  %-6s threads %3d  N %8d  <NB> %5.1f  %8.3f ms  %.3e interactions/s  %7.1f Gflops%s\n",
                level_name[level], threads[t], n, inter / n, best * 1e3, inter / best,
-               60.0 * inter / best * 1e-9);
+               60.0 * inter / best * 1e-9, shuffled ? "  [shuffled i]" : "");
         fflush(stdout);
     }
     free(addr);
@@ -116,6 +126,8 @@ int main(int argc, char **argv)
     for (int a = 1; a < argc && nthreads < 64; a++) {
         if (strcmp(argv[a], "-q") == 0)
             quick = 1;
+        else if (strcmp(argv[a], "-s") == 0)
+            shuffled = 1;
         else if (strcmp(argv[a], "-n") == 0 && a + 1 < argc)
             n_first = atoi(argv[++a]);
         else if (strcmp(argv[a], "-l") == 0 && a + 1 < argc)
