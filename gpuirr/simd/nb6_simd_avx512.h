@@ -61,6 +61,21 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
  * shuffles); fields 8..10 as 128-bit quarters inserted at the lane
  * (record l in quarter l / 4) and 4x4 transposes.  Record-major order, so
  * that one record's address is live at a time (sixteen live offsets spill). */
+/* v into 128-bit quarter `lane` (1..3) of r.  The intrinsic needs an
+ * immediate: the switch folds away where the caller's loop is unrolled, and
+ * still compiles at -O0. */
+static inline __attribute__((always_inline)) __m512 insert_quarter(__m512 r, __m128 v, int lane)
+{
+    switch (lane) {
+    case 1:
+        return _mm512_insertf32x4(r, v, 1);
+    case 2:
+        return _mm512_insertf32x4(r, v, 2);
+    default:
+        return _mm512_insertf32x4(r, v, 3);
+    }
+}
+
 static inline __attribute__((always_inline)) void simd_load_records(const float *base, const int *idx, simd_f out[12])
 {
     __m512 h[8], q[4];
@@ -75,7 +90,7 @@ static inline __attribute__((always_inline)) void simd_load_records(const float 
             h[row] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(h[row]),
                                                          _mm256_castps_pd(_mm256_load_ps(p)), 1));
         __m128 v = _mm_load_ps(p + 8); /* fields 8..11 */
-        q[g] = lane == 0 ? _mm512_broadcast_f32x4(v) : _mm512_insertf32x4(q[g], v, lane);
+        q[g] = lane == 0 ? _mm512_broadcast_f32x4(v) : insert_quarter(q[g], v, lane);
     }
     /* h[r]: fields 0..7 of record r (low half) and r + 8 (high half). */
     __m512 t[8], u[8];

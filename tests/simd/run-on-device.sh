@@ -1,10 +1,13 @@
 #!/bin/bash
 # run-on-device.sh -- build nb6accel on the GPU machine (CPU part only:
 # --without-cuda), run the SIMD tests there (its Xeon has AVX-512, so every
-# level is checked) and the SIMD benchmarks at 1, 8 and 16 OpenMP threads.
-# Logs go to $OUT (default ./simd-device-out; six files: build.log, the two
-# test logs, the two benchmark logs, summary.txt); a short table is printed
-# last.
+# level is checked) and the GPUIRR benchmark of the AVX-512 kernel at 1, 8
+# and 16 OpenMP threads: FIRR_VEC at N = 64k, 8k, 256k, 1M, PRED_ALL of
+# 128k, then 64k again with the particles forced in a shuffled order and
+# with the threads bound to cores.  BENCH_GPUNB=1 adds the GPUNB host
+# benchmark (the regular force; longer).  Logs go to $OUT (default
+# ./simd-device-out: build.log, the test logs, the benchmark logs,
+# summary.txt); a short table is printed last.
 #
 #   tests/simd/run-on-device.sh            (from the top of the source tree)
 #
@@ -55,11 +58,14 @@ done
 
 step "benchmarks"
 threads=${THREADS:-"1 8 16"}
-"$build/tests/simd/bench_gpuirr_simd" $threads > "$OUT/bench_gpuirr.log" 2>&1
-echo "# the best level again, threads bound to cores (OMP_PROC_BIND=close OMP_PLACES=cores)" >> "$OUT/bench_gpuirr.log"
-OMP_PROC_BIND=close OMP_PLACES=cores "$build/tests/simd/bench_gpuirr_simd" -q -l avx512 $threads 2>&1 |
+level=${LEVEL:-avx512}
+"$build/tests/simd/bench_gpuirr_simd" -l "$level" $threads > "$OUT/bench_gpuirr.log" 2>&1
+"$build/tests/simd/bench_gpuirr_simd" -q -s -l "$level" $threads 2>&1 | grep -E "^FIRR" >> "$OUT/bench_gpuirr.log"
+echo "# threads bound to cores (OMP_PROC_BIND=close OMP_PLACES=cores)" >> "$OUT/bench_gpuirr.log"
+OMP_PROC_BIND=close OMP_PLACES=cores "$build/tests/simd/bench_gpuirr_simd" -q -l "$level" $threads 2>&1 |
     grep -E "^(FIRR|PRED)" | sed 's/$/  [bound]/' >> "$OUT/bench_gpuirr.log"
-"$build/tests/simd/bench_gpunb_simd" $threads > "$OUT/bench_gpunb.log" 2>&1
+: > "$OUT/bench_gpunb.log"
+[ "${BENCH_GPUNB:-0}" = 1 ] && "$build/tests/simd/bench_gpunb_simd" $threads > "$OUT/bench_gpunb.log" 2>&1
 cat "$OUT/bench_gpuirr.log" "$OUT/bench_gpunb.log"
 
 step "summary"
@@ -68,7 +74,7 @@ step "summary"
     echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) hardware threads"
     echo "SIMD tests: $( [ $check_rc = 0 ] && echo pass || echo FAIL) (levels: $(grep -h '^default' "$OUT"/test_gpuirr_simd.log | sed 's/.*: //') default)"
     printf "%-9s %-7s %7s %9s %12s %12s\n" what level threads N "time/ms" "inter/s"
-    awk '{tag = ($NF == "[bound]") ? $NF : ""}
+    awk '{tag = ($NF == "[bound]") ? $NF : ($NF == "i]") ? "[shuffled]" : ""}
          /^FIRR_VEC/ {printf "%-9s %-7s %7s %9s %12s %12s %s\n", $1, $2, $4, $6, $9, $11, tag}
          /^PRED_ALL/ {printf "%-9s %-7s %7s %9s %12s %12s %s\n", $1, $2, $4, $6, $7, "-", tag}
          /^REGF/     {printf "%-9s %-7s %7s %9s %12s %12s\n", $1, $3, $5, $7, $12, $14}' \
