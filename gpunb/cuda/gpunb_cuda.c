@@ -5,8 +5,9 @@
  * threads, the GPU's j range split into slices over the blocks, as many as
  * the GPU keeps resident, sized from its SM count at open), the reduction
  * kernel (partial forces summed in double) and the list-gathering kernel
- * (sorted compact lists), one download of the NI result records and the
- * compact lists behind them; then one synchronisation per GPU and the sum
+ * (sorted compact lists; for small NI one kernel does both), which write the
+ * NI result records and the compact lists behind them straight into pinned
+ * host memory (no download to wait for); then one synchronisation per GPU and the sum
  * over GPUs in double on the host.  The j-set is split over the GPUs in
  * contiguous ranges, so their lists concatenate in ascending order.
  *
@@ -68,10 +69,8 @@ typedef struct cuda_gpu {
     int *d_total;            /* the gathering kernel's allocator              */
     int *d_nblist;           /* chunk * cap unordered entries                  */
     /* results: NI_CHUNK records, then the compact lists (list_ints ints) */
-    unsigned char *d_out, *h_out;
+    unsigned char *h_out, *d_hout; /* pinned host memory, and its address on the GPU */
     long list_ints;
-    long downloaded; /* ints of the compact lists fetched by the asynchronous copy */
-    double lists_per_i; /* mean list length of the last call: sizes that copy */
     int busy;           /* has work in the current call                  */
     /* Resident j-particles (gpunb_predict): the records of this GPU's j range,
      * and a pinned staging area for the changed ones (records, then their
@@ -164,7 +163,6 @@ static void free_gpu(cuda_gpu *g)
     cudaFree(g->d_nbcount);
     cudaFree(g->d_total);
     cudaFree(g->d_nblist);
-    cudaFree(g->d_out);
     cudaFreeHost(g->h_out);
     cudaFree(g->d_rec);
     cudaFree(g->d_stage);
@@ -252,7 +250,6 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks)
         (st = host_alloc(g, (void **)&g->h_jvel, jbytes)) ||
         (st = host_alloc(g, (void **)&g->h_jlo, jbytes)))
         return st;
-    g->lists_per_i = 64.0;
     return GPUNB_OK;
 }
 
@@ -460,14 +457,13 @@ static int ensure_lists(cuda_gpu *g, long ints)
     CHECK(g, cudaSetDevice(g->device));
     CHECK(g, cudaStreamSynchronize(g->stream));
     cudaFree(g->d_nblist);
-    cudaFree(g->d_out);
     cudaFreeHost(g->h_out);
     g->d_nblist = NULL;
-    g->d_out = g->h_out = NULL;
+    g->h_out = g->d_hout = NULL;
     g->list_ints = 0;
     CHECK(g, cudaMalloc((void **)&g->d_nblist, sizeof(int) * (size_t)ints));
-    CHECK(g, cudaMalloc((void **)&g->d_out, out_bytes));
-    CHECK(g, cudaHostAlloc((void **)&g->h_out, out_bytes, cudaHostAllocPortable));
+    CHECK(g, cudaHostAlloc((void **)&g->h_out, out_bytes, cudaHostAllocPortable | cudaHostAllocMapped));
+    CHECK(g, cudaHostGetDevicePointer((void **)&g->d_hout, g->h_out, 0));
     g->list_ints = ints;
     return GPUNB_OK;
 }
@@ -485,7 +481,6 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
      * starts or ends inside a tile idles warps, 25 -> 36 us at NI = 64). */
     long long nslices = g->force_blocks / ni_tiles;
     int granule = 1;
-    long guess;
 
     if (nslices < 1)
         nslices = 1;
@@ -516,50 +511,30 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     CHECK(g, cudaEventRecord(g->ev_force1, g->stream));
     if (ni <= FUSED_REDUCE_NI) {
         CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit, g->d_total,
-                                          compact_of(g->d_out, ni), results_of(g->d_out), g->d_partial,
+                                          compact_of(g->d_hout, ni), results_of(g->d_hout), g->d_partial,
                                           (int)nslices, ni_pad, g->stream));
     } else { /* reduction and gathering need only the force kernel: side by side */
         CHECK(g, cudaEventRecord(g->ev_fork, g->stream));
         CHECK(g, cudaStreamWaitEvent(g->side, g->ev_fork, 0));
         CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit, g->d_total,
-                                          compact_of(g->d_out, ni), results_of(g->d_out), NULL, 0, 0,
+                                          compact_of(g->d_hout, ni), results_of(g->d_hout), NULL, 0, 0,
                                           g->side));
         CHECK(g, cudaEventRecord(g->ev_join, g->side));
-        CHECK(g, gpunb_cuda_launch_reduce(g->d_partial, (int)nslices, ni, ni_pad, results_of(g->d_out),
+        CHECK(g, gpunb_cuda_launch_reduce(g->d_partial, (int)nslices, ni, ni_pad, results_of(g->d_hout),
                                           g->stream));
         CHECK(g, cudaStreamWaitEvent(g->stream, g->ev_join, 0));
     }
-    /* The lists' total length is known only afterwards: fetch what the last
-     * call suggests, and the rest (rarely) after the synchronisation. */
-    guess = (long)(1.5 * g->lists_per_i * ni) + 256;
-    if (guess > (long)ni * cap)
-        guess = (long)ni * cap;
-    CHECK(g, cudaMemcpyAsync(g->h_out, g->d_out,
-                             sizeof(gpunb_cuda_result) * (size_t)ni + sizeof(int) * (size_t)guess,
-                             cudaMemcpyDeviceToHost, g->stream));
-    g->downloaded = guess;
     return GPUNB_OK;
 }
 
-/* Wait for GPU g; fetch the rest of the lists if the guess was short. */
-static int finish_gpu(cuda_gpu *g, int ni, double *t_force)
+/* Wait for GPU g: its results are then in h_out. */
+static int finish_gpu(cuda_gpu *g, double *t_force)
 {
-    const gpunb_cuda_result *r = results_of(g->h_out);
     float ms = 0.0f;
-    long total = 0;
-
     CHECK(g, cudaSetDevice(g->device));
     CHECK(g, cudaStreamSynchronize(g->stream));
     CHECK(g, cudaEventElapsedTime(&ms, g->ev_force0, g->ev_force1));
     *t_force += 1e-3 * ms;
-    for (int i = 0; i < ni; i++)
-        if (r[i].count > 0)
-            total += r[i].count;
-    if (total > g->downloaded)
-        CHECK(g, cudaMemcpy(compact_of(g->h_out, ni) + g->downloaded,
-                            compact_of(g->d_out, ni) + g->downloaded,
-                            sizeof(int) * (size_t)(total - g->downloaded), cudaMemcpyDeviceToHost));
-    g->lists_per_i = (double)total / ni;
     return GPUNB_OK;
 }
 
@@ -626,7 +601,7 @@ static int chunk_collect(cuda_state *s, int ni, double (*acc)[3], double (*jrk)[
 
     for (int k = 0; k < s->ngpu; k++) {
         double t = 0.0; /* GPUs run side by side: the slowest one counts */
-        if (s->gpu[k].busy && (st = finish_gpu(&s->gpu[k], ni, &t)) != GPUNB_OK)
+        if (s->gpu[k].busy && (st = finish_gpu(&s->gpu[k], &t)) != GPUNB_OK)
             return st;
         tf = t > tf ? t : tf;
     }

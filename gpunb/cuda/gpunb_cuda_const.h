@@ -43,7 +43,7 @@
 
 /* List-gathering kernel: threads per i, and the longest list it sorts in
  * shared memory (longer ones are ranked straight from global memory). */
-#define GPUNB_CUDA_GATHER_THREADS 128
+#define GPUNB_CUDA_GATHER_THREADS 256
 #define GPUNB_CUDA_GATHER_SMEM_LIST 4096
 
 /* Threads per block of the double-precision potential kernel. */

@@ -210,8 +210,25 @@ extern "C" cudaError_t gpunb_cuda_launch_force(const gpunb_cuda_force_args *a, c
     return cudaGetLastError();
 }
 
+/* The force kernels use shared memory, not L1: ask for the largest shared
+ * carveout, so that the driver's choice of split never caps the blocks per
+ * SM below what the registers allow (5 x 31 KB needs the 164 KB split). */
+template <bool PRECISE, int MIN_BLOCKS>
+static cudaError_t prefer_shared(void)
+{
+    return cudaFuncSetAttribute(gpunb_force_kernel<PRECISE, MIN_BLOCKS>,
+                                cudaFuncAttributePreferredSharedMemoryCarveout,
+                                (int)cudaSharedmemCarveoutMaxShared);
+}
+
 extern "C" cudaError_t gpunb_cuda_force_occupancy(int min_blocks, int *blocks_per_sm)
 {
+    cudaError_t err;
+    if ((err = prefer_shared<false, GPUNB_CUDA_FORCE_MIN_BLOCKS>()) != cudaSuccess ||
+        (err = prefer_shared<true, GPUNB_CUDA_FORCE_MIN_BLOCKS>()) != cudaSuccess ||
+        (err = prefer_shared<false, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT>()) != cudaSuccess ||
+        (err = prefer_shared<true, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT>()) != cudaSuccess)
+        return err;
     if (min_blocks == GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT)
         return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
             blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT>,

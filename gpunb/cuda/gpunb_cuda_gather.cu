@@ -18,7 +18,11 @@ gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, i
                     gpunb_cuda_result *__restrict__ result, const float *__restrict__ partial,
                     int nslices, int ni_pad)
 {
-    __shared__ int entries[GPUNB_CUDA_GATHER_SMEM_LIST];
+    /* entries: the unordered list and 4 sentinels (read as int4); sorted:
+     * the list in order, written out in one coalesced pass (the output is
+     * pinned host memory: scattered 4-byte writes would each cross PCIe). */
+    __shared__ __align__(16) int entries[GPUNB_CUDA_GATHER_SMEM_LIST + 4];
+    __shared__ int sorted[GPUNB_CUDA_GATHER_SMEM_LIST];
     __shared__ int base;
     __shared__ double red[REDUCE ? GPUNB_CUDA_GATHER_THREADS / 32 : 1][GPUNB_CUDA_NPARTIAL];
     const int i = blockIdx.x, tid = threadIdx.x;
@@ -26,6 +30,7 @@ gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, i
     if (REDUCE) { /* the slices of i over the threads, then a fixed-order sum */
         const size_t stride = (size_t)GPUNB_CUDA_NPARTIAL * ni_pad;
         double sum[GPUNB_CUDA_NPARTIAL] = {0, 0, 0, 0, 0, 0, 0};
+#pragma unroll 2
         for (int sl = tid; sl < nslices; sl += GPUNB_CUDA_GATHER_THREADS) {
             const float *p = partial + (size_t)sl * stride + i;
 #pragma unroll
@@ -71,25 +76,39 @@ gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, i
         result[i].off = base;
     }
     const int *src = nblist + (size_t)i * cap;
-    if (count <= GPUNB_CUDA_GATHER_SMEM_LIST)
+    const bool in_smem = count <= GPUNB_CUDA_GATHER_SMEM_LIST; /* uniform */
+    if (in_smem) {
         for (int e = tid; e < count; e += GPUNB_CUDA_GATHER_THREADS)
             entries[e] = src[e];
+        if (tid < 4)
+            entries[count + tid] = 0x7fffffff; /* never smaller than an entry */
+    }
     __syncthreads(); /* base and the entries are in shared memory */
     int *dst = compact + base;
-    if (count <= GPUNB_CUDA_GATHER_SMEM_LIST) {
-        for (int e = tid; e < count; e += GPUNB_CUDA_GATHER_THREADS) {
-            const int v = entries[e];
-            int r0 = 0, r1 = 0, r2 = 0, r3 = 0, k = 0;
-            for (; k + 3 < count; k += 4) { /* four compares in flight */
-                r0 += entries[k] < v;
-                r1 += entries[k + 1] < v;
-                r2 += entries[k + 2] < v;
-                r3 += entries[k + 3] < v;
+    if (in_smem) {
+        /* Each thread ranks two entries at once against all, four per
+         * shared load: count^2 / (2 x 4 x threads) loads per thread, the
+         * short critical path of a block of long lists. */
+        const int4 *e4 = reinterpret_cast<const int4 *>(entries);
+        const int n4 = (count + 3) >> 2;
+        for (int e0 = 0; e0 < count; e0 += 2 * GPUNB_CUDA_GATHER_THREADS) {
+            const int a = e0 + tid, b = a + GPUNB_CUDA_GATHER_THREADS;
+            const int va = a < count ? entries[a] : 0x7fffffff, vb = b < count ? entries[b] : 0x7fffffff;
+            int ra = 0, rb = 0;
+#pragma unroll 4
+            for (int k = 0; k < n4; k++) {
+                const int4 q = e4[k];
+                ra += (q.x < va) + (q.y < va) + (q.z < va) + (q.w < va);
+                rb += (q.x < vb) + (q.y < vb) + (q.z < vb) + (q.w < vb);
             }
-            for (; k < count; k++)
-                r0 += entries[k] < v;
-            dst[(r0 + r1) + (r2 + r3)] = v;
+            if (a < count)
+                sorted[ra] = va;
+            if (b < count)
+                sorted[rb] = vb;
         }
+        __syncthreads();
+        for (int e = tid; e < count; e += GPUNB_CUDA_GATHER_THREADS)
+            dst[e] = sorted[e];
     } else { /* a list longer than shared memory: ranked from global memory */
         for (int e = tid; e < count; e += GPUNB_CUDA_GATHER_THREADS) {
             const int v = src[e];

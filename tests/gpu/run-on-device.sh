@@ -104,6 +104,17 @@ t0=$(date +%s)
 timeout 120 ./tests/gpu/bench_gpunb --resident 1 --ni "64 1024" --nj "131072" >"$OUT/bench_resident.log" 2>&1
 note "resident-path benchmark: rc=$? in $(( $(date +%s) - t0 )) s"
 cat "$OUT/bench_resident.log" | tee -a "$S"
+# The Plummer driver, legacy (NBODY6's CXVPRED + GPUNB_SEND + GPUNB_REGF)
+# and resident GPUNB path, a short run (the t = 2..4 timings are the Plummer
+# device script's business).
+t0=$(date +%s)
+for opt in "" "-resident"; do
+  OMP_NUM_THREADS=$(nproc) timeout 90 ./tests/plummer/plummer_ac -n 16384 -tend 1 -progress 0 -q $opt \
+    >"$OUT/plummer$opt.log" 2>&1
+  note "plummer_ac -n 16384 -tend 1 $opt: rc=$?"
+  tail -6 "$OUT/plummer$opt.log" | sed 's/^/  /' | tee -a "$S"
+done
+note "plummer runs: $(( $(date +%s) - t0 )) s"
 
 # Kernel durations and issue activity from Nsight Compute (clocks as found).
 t0=$(date +%s)
@@ -115,7 +126,7 @@ for run in "$@"; do
   echo "== NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 NI=$3 NJ=131072"
   NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 timeout 120 ./libtool --mode=execute ncu \
     --clock-control none --csv --kernel-name regex:gpunb_ --launch-skip 9 --launch-count 3 \
-    --metrics gpu__time_duration.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,sm__cycles_elapsed.avg.per_second \
+    --metrics gpu__time_duration.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,sm__cycles_elapsed.avg.per_second,launch__waves_per_multiprocessor,launch__occupancy_limit_shared_mem,launch__occupancy_limit_registers \
     ./tests/gpu/bench_gpunb --ni "$3" --nj 131072 --seconds 0
 done >"$OUT/ncu.log" 2>&1
 note "ncu: rc=$? in $(( $(date +%s) - t0 )) s"
