@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,12 @@ struct gpunb {
      * gpunb_set_jparticle is safe from concurrent threads. */
     gpunb_jrecords rec;
     unsigned char *known, *dirty;
+    /* The records changed since the last predict, appended as they are set
+     * (so that gpunb_predict costs O(changed), not O(N), on the host), and
+     * how many of the first records are known to be set. */
     int *dirty_list;
+    atomic_int ndirty_all;
+    int known_prefix;
     int predicted;          /* the j-set is the prediction of the records */
     double (*xp)[3], (*vp)[3]; /* host prediction, when the back-end has none */
 
@@ -372,7 +378,10 @@ int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3]
     nb->rec.m[j] = m;
     nb->rec.t0[j] = t0;
     nb->known[j] = 1;
-    nb->dirty[j] = 1;
+    if (!nb->dirty[j]) {
+        nb->dirty[j] = 1;
+        nb->dirty_list[atomic_fetch_add(&nb->ndirty_all, 1)] = j;
+    }
     return GPUNB_OK;
 }
 
@@ -408,16 +417,20 @@ int gpunb_predict(gpunb *nb, int nj, double t)
                           nj, nb->capacity);
     if (!isfinite(t))
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_predict: time = %g is not finite", t);
-    for (int j = 0; j < nj; j++) {
-        if (!nb->known[j])
-            return gpunb_fail(GPUNB_EUSAGE,
-                              "gpunb_predict: j-particle %d of 0..%d was never set with gpunb_set_jparticle",
-                              j, nj - 1);
-        if (nb->dirty[j]) {
-            nb->dirty[j] = 0;
+    while (nb->known_prefix < nj && nb->known[nb->known_prefix])
+        nb->known_prefix++;
+    if (nb->known_prefix < nj)
+        return gpunb_fail(GPUNB_EUSAGE,
+                          "gpunb_predict: j-particle %d of 0..%d was never set with gpunb_set_jparticle",
+                          nb->known_prefix, nj - 1);
+    /* The changed records inside the j-set first; those beyond nj wait. */
+    const int nall = atomic_load(&nb->ndirty_all);
+    for (int k = 0; k < nall; k++)
+        if (nb->dirty_list[k] < nj) {
+            int j = nb->dirty_list[k];
+            nb->dirty_list[k] = nb->dirty_list[ndirty];
             nb->dirty_list[ndirty++] = j;
         }
-    }
     nb->nj = 0;
     nb->predicted = 0;
     if (nb->ops->predict) {
@@ -427,11 +440,12 @@ int gpunb_predict(gpunb *nb, int nj, double t)
         st = nb->ops->send(nb->state, nj, nb->rec.m, (const double(*)[3])nb->xp,
                            (const double(*)[3])nb->vp);
     }
-    if (st != GPUNB_OK) {
-        for (int k = 0; k < ndirty; k++) /* upload again next time */
-            nb->dirty[nb->dirty_list[k]] = 1;
+    if (st != GPUNB_OK) /* the list stays: upload again next time */
         return st;
-    }
+    for (int k = 0; k < ndirty; k++)
+        nb->dirty[nb->dirty_list[k]] = 0;
+    memmove(nb->dirty_list, nb->dirty_list + ndirty, sizeof(int) * (size_t)(nall - ndirty));
+    atomic_store(&nb->ndirty_all, nall - ndirty);
     nb->nj = nj;
     nb->predicted = 1;
     nb->stats.send_calls++;
