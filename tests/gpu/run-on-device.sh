@@ -9,7 +9,7 @@
 # Usage, from the repository root on the GPU machine:
 #   bash tests/gpu/run-on-device.sh            (logs go to $OUT or /tmp/gpunb-out)
 #   MODE=short bash tests/gpu/run-on-device.sh (about 3 minutes: the GPU tests
-#     only inside `make check`, memcheck only, the default settings' benchmark,
+#     only inside `make check`, memcheck and racecheck, the default settings' benchmark,
 #     the resident-path benchmark, ncu of the NI = 64 call)
 # With the device tool: run ./bootstrap here, then run the command
 #   source .devtools/device-fortran.sh setup .devtools; bash tests/gpu/run-on-device.sh
@@ -57,7 +57,7 @@ for t in $(grep -E "^(FAIL|ERROR):" "$OUT/check.log" | awk '{print $2}'); do
 done
 # The GPU tests' and test_resident's own logs (errors, timings of the native path).
 for t in tests/gpu/test_gpunb_cuda tests/gpu/test_gpunb_resident_cuda tests/test_resident; do
-  cp "$t.log" "$OUT/$(basename $t).log" 2>/dev/null
+  { echo "=== $t.log"; cat "$t.log"; } >>"$OUT/tests.log" 2>/dev/null
   note "  $(basename $t): $(grep -E "^relative errors" "$t.log" | head -1)"
 done
 grep -E "cuda +extended" tests/test_resident.log | sed 's/^/  /' | tee -a "$S"
@@ -66,7 +66,7 @@ grep -E "^  NJ=" tests/gpu/test_gpunb_resident_cuda.log | sed 's/^/  /' | tee -a
 # Sanitizers on the reduced case ("quick"), all in one log.
 : >"$OUT/sanitizers.log"
 tools="memcheck racecheck synccheck"
-[ "$MODE" = full ] || tools=memcheck
+[ "$MODE" = full ] || tools="memcheck racecheck"
 for tool in $tools; do
   t0=$(date +%s)
   echo "=== compute-sanitizer --tool $tool" >>"$OUT/sanitizers.log"
@@ -91,7 +91,7 @@ sass4=$(PATH=$PATH:/usr/local/cuda/bin bash "$SRC/tests/gpu/sass_per_interaction
 note "SASS per interaction of the fast kernel (main loop less nested loops / 64; loop, nested, kernel total): default (5 blocks/SM, 48 registers) $sass; 4 blocks/SM (64 registers) $sass4"
 t0=$(date +%s)
 runs='"auto 5 $sass" "never 5 $sass" "auto 4 $sass4"'
-[ "$MODE" = full ] || runs='"auto 5 $sass" "never 5 $sass"'
+[ "$MODE" = full ] || runs='"auto 5 $sass" "never 5 $sass" "always 5 $sass"'
 { eval "set -- $runs"; for run in "$@"; do
     set -- $run
     echo "== NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 (auto: two-float kernel directly for NI <= 256, else fast kernel + redo where needed)"
@@ -101,18 +101,24 @@ runs='"auto 5 $sass" "never 5 $sass" "auto 4 $sass4"'
 note "benchmark: rc=$? in $(( $(date +%s) - t0 )) s"
 cat "$OUT/bench.log" | tee -a "$S"
 t0=$(date +%s)
-timeout 120 ./tests/gpu/bench_gpunb --resident 1 --ni "64 1024" --nj "131072" >"$OUT/bench_resident.log" 2>&1
+{ timeout 120 ./tests/gpu/bench_gpunb --resident 1 --ni "64 1024" --nj "131072 1048576"
+  echo "== NB6ACCEL_CUDA_PRECISE=always (no synchronous redo at finish)"
+  NB6ACCEL_CUDA_PRECISE=always timeout 120 ./tests/gpu/bench_gpunb --resident 1 --ni "64 1024" --nj "131072"
+} >"$OUT/bench_resident.tmp" 2>&1
 note "resident-path benchmark: rc=$? in $(( $(date +%s) - t0 )) s"
-cat "$OUT/bench_resident.log" | tee -a "$S"
+cat "$OUT/bench_resident.tmp" | tee -a "$S" >>"$OUT/bench.log"
+rm -f "$OUT/bench_resident.tmp"
 # The Plummer driver, legacy (NBODY6's CXVPRED + GPUNB_SEND + GPUNB_REGF)
 # and resident GPUNB path, a short run (the t = 2..4 timings are the Plummer
 # device script's business).
 t0=$(date +%s)
 for opt in "" "-resident"; do
   OMP_NUM_THREADS=$(nproc) timeout 90 ./tests/plummer/plummer_ac -n 16384 -tend 1 -progress 0 -q $opt \
-    >"$OUT/plummer$opt.log" 2>&1
+    >"$OUT/plummer.tmp" 2>&1
   note "plummer_ac -n 16384 -tend 1 $opt: rc=$?"
-  tail -6 "$OUT/plummer$opt.log" | sed 's/^/  /' | tee -a "$S"
+  { echo "=== plummer_ac -n 16384 -tend 1 $opt"; cat "$OUT/plummer.tmp"; } >>"$OUT/bench.log"
+  tail -6 "$OUT/plummer.tmp" | sed 's/^/  /' | tee -a "$S"
+  rm -f "$OUT/plummer.tmp"
 done
 note "plummer runs: $(( $(date +%s) - t0 )) s"
 
