@@ -7,12 +7,20 @@
  * kernel (partial forces summed in double) and the list-gathering kernel
  * (sorted compact lists; for small NI one kernel does both), which write the
  * NI result records and the compact lists behind them straight into pinned
- * host memory (no download to wait for); then one synchronisation per GPU and the sum
- * over GPUs in double on the host.  The j-set is split over the GPUs in
- * contiguous ranges, so their lists concatenate in ascending order.
+ * host memory (no download to wait for); then one synchronisation per GPU
+ * and the sum over GPUs in double on the host.  The j-set is split over the
+ * GPUs in contiguous ranges, so their lists concatenate in ascending order.
  *
- * Positions go to the GPU as floats relative to an origin chosen at send
- * (the j-set's centre of mass): the i coordinates, bit-equal to their j
+ * Extended path (gpunb_predict, gpunb_regf_start/finish): each GPU keeps the
+ * predictor records of its j range in double, receives only the records
+ * changed since the last predict, and predicts its range into the same float
+ * j-set a send leaves (bit-identical to the host's double prediction); the i
+ * of a block are gathered from that j-set on the GPU (one GPU) or predicted
+ * on the host (several GPUs, each holding only its range), the launch
+ * returns at once and the finish synchronises once.
+ *
+ * Positions go to the GPU as floats relative to an origin chosen at send or
+ * predict (the centre of mass on a coarse grid): the i coordinates, bit-equal to their j
  * entries in double, convert to bit-equal floats, so self stays an exact
  * r = 0 neighbour; and clusters far from the coordinate origin lose nothing.
  * A close pair that is no neighbour (h2 tiny or 0) still loses digits in the
