@@ -49,8 +49,36 @@ cat "$log"
 cd /tmp/nb6-plummer-build || exit 1
 # The machine's image sets OMP_NUM_THREADS=1 (seen: 'threads = 1'): use every core.
 export OMP_NUM_THREADS=${PLUMMER_THREADS:-$(nproc)}
-export OMP_PROC_BIND=${OMP_PROC_BIND:-close} OMP_PLACES=${OMP_PLACES:-cores}
-echo "OMP_NUM_THREADS=$OMP_NUM_THREADS OMP_PROC_BIND=$OMP_PROC_BIND OMP_PLACES=$OMP_PLACES" | tee -a "$log"
+{
+  echo "== affinity and OpenMP runtime"
+  grep Cpus_allowed_list /proc/self/status
+  echo "cpu0 siblings: $(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list 2>&1)"
+  ldd tests/plummer/.libs/plummer_ac 2>/dev/null | grep -E 'gomp|gfortran|gpunb|gpuirr'
+} 2>&1 | tee -a "$log"
+# Seen on this machine: with OMP_PROC_BIND=close OMP_PLACES=cores every
+# thread of this program ran on one core (16 threads no faster than 1).  Time
+# a short run each way and keep the faster (PLUMMER_BIND=yes|no forces one).
+probe() {
+  local t0 t1
+  t0=$(date +%s.%N)
+  ./tests/plummer/plummer_ac -n 32768 -tend 0.25 -q -progress 0 >/dev/null 2>&1
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'
+}
+bind=${PLUMMER_BIND:-probe}
+if [ "$bind" = probe ]; then
+  unset OMP_PROC_BIND OMP_PLACES
+  free_s=$(probe)
+  bound_s=$(OMP_PROC_BIND=close OMP_PLACES=cores probe)
+  echo "probe N = 32768, t = 0..0.25: unbound $free_s s, bound to cores $bound_s s" | tee -a "$log"
+  bind=$(awk -v f="$free_s" -v b="$bound_s" 'BEGIN { print (b < 0.9 * f) ? "yes" : "no" }')
+fi
+if [ "$bind" = yes ]; then
+  export OMP_PROC_BIND=close OMP_PLACES=cores
+else
+  unset OMP_PROC_BIND OMP_PLACES
+fi
+echo "OMP_NUM_THREADS=$OMP_NUM_THREADS OMP_PROC_BIND=${OMP_PROC_BIND:-unset} OMP_PLACES=${OMP_PLACES:-unset}" | tee -a "$log"
 runs=$out/plummer-runs.log
 : >"$runs"
 for entry in $sizes; do
