@@ -94,8 +94,9 @@ plummer() {
 # to T = 2) per setting
 # of POLICIES; the fastest is used for the timing runs (all are reported).
 # A policy NAME@T also sets the number of threads (default 16).
+log "environment: $(env | grep -E '^(OMP|GOMP|KMP)_' | tr '\n' ' ')$(grep Cpus_allowed_list /proc/self/status)"
 set_policy() {
-    unset OMP_WAIT_POLICY OMP_PROC_BIND OMP_PLACES
+    unset OMP_WAIT_POLICY OMP_PROC_BIND OMP_PLACES GOMP_SPINCOUNT GOMP_CPU_AFFINITY
     threads=16
     case $1 in *@*) threads=${1#*@} ;; esac
     case ${1%@*} in
@@ -105,7 +106,7 @@ set_policy() {
     esac
 }
 best= best_t=
-for p in ${POLICIES-default active passive active-bound passive@8}; do
+for p in ${POLICIES-default active passive passive@8}; do
     set_policy "$p"
     plummer "probe-4k-$p" 4096 "${PROBE_BACKEND:-cuda}" 40 2 > /dev/null
     t=$(sed -n 's/^wall_0_2=//p' "/tmp/run-probe-4k-$p/summary" 2>/dev/null)
