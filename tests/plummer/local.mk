@@ -5,7 +5,8 @@
 #                        $(PLUMMER_SWEEP_CSV), then Fig. 2 as $(PLUMMER_PNG)
 # Override on the command line or in the environment, e.g.
 #   make plummer PLUMMER_N=65536 PLUMMER_ARGS="-etai 0.02 -etar 0.03"
-EXTRA_DIST += tests/plummer/README.md tests/plummer/plot-fig2.sh tests/plummer/run-on-device.sh
+EXTRA_DIST += tests/plummer/README.md tests/plummer/plot-fig2.sh tests/plummer/run-on-device.sh \
+	tests/plummer/RESULTS.md tests/plummer/results-h100.csv tests/plummer/fig2-h100.png
 
 if HAVE_FORTRAN
 # The integrator as a convenience library: shared by the program and the tests.

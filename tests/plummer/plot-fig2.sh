@@ -23,6 +23,7 @@ import csv, sys
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+plt.figure(figsize=(8, 6))
 first = {}
 for r in csv.DictReader(open(sys.argv[1])):
     if r["status"] == "complete" and r.get("gpunb_path", "nbody6") == "nbody6":
@@ -37,8 +38,8 @@ for k, (label, mark) in enumerate([("total", "o-"), ("regular force (GPUNB)", "s
                                    ("irregular force (GPUIRR)", "^-")]):
     plt.loglog(n, [r[k + 1] for r in rows], mark, label=label)
 plt.xlabel("N"); plt.ylabel("wall-clock time for t = 2..4 (s)"); plt.grid(True, which="both", alpha=0.3)
-plt.title("Plummer model, AC Hermite with nb6accel (Nitadori & Aarseth 2012, Fig. 2)")
-plt.legend(); plt.savefig(sys.argv[2], dpi=100)
+plt.title("Plummer model, AC Hermite with nb6accel\n(as Fig. 2 of Nitadori & Aarseth 2012)", fontsize=10)
+plt.legend(); plt.tight_layout(); plt.savefig(sys.argv[2], dpi=100)
 print("plot-fig2: wrote %s (matplotlib; gnuplot not found)" % sys.argv[2])
 PY
     exit $?
