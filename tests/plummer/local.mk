@@ -1,5 +1,6 @@
 # The Plummer timing driver (the main job) and its tests.
-#   make plummer         one run, N = $(PLUMMER_N) (default 4096), t = 0..4,
+#   make plummer         one run, N = $(PLUMMER_N) (default 16384 with a usable
+#                        GPU, else 4096), t = 0..4,
 #                        table on stdout, a row appended to $(PLUMMER_CSV)
 #   make plummer-sweep   one run per N in $(PLUMMER_SWEEP) into a fresh
 #                        $(PLUMMER_SWEEP_CSV), then Fig. 2 as $(PLUMMER_PNG)
@@ -17,7 +18,9 @@ tests_plummer_libplummerac_la_SOURCES = tests/plummer/plummer_rng.f90 \
 	tests/plummer/ac_correct.f90 tests/plummer/ac_integrator.f90 tests/plummer/ac_run.f90 \
 	tests/plummer/ac_table.f90
 
-noinst_PROGRAMS += tests/plummer/plummer_ac
+noinst_PROGRAMS += tests/plummer/plummer_ac tests/plummer/plummer_gpu_usable
+tests_plummer_plummer_gpu_usable_SOURCES = tests/plummer/plummer_gpu_usable.c
+tests_plummer_plummer_gpu_usable_LDADD = libgpunb.la
 tests_plummer_plummer_ac_SOURCES = tests/plummer/plummer_ac.f90
 tests_plummer_plummer_ac_LDADD = tests/plummer/libplummerac.la libgpunb.la libgpuirr.la
 tests_plummer_plummer_ac_LDFLAGS = $(OPENMP_FCFLAGS)
@@ -46,7 +49,8 @@ tests/plummer/ac_table.lo: tests/plummer/ac_run.lo
 tests/plummer/plummer_ac.$(OBJEXT) tests/plummer/test_plummer_model.$(OBJEXT) \
 	tests/plummer/test_plummer_run.$(OBJEXT): tests/plummer/libplummerac.la
 
-PLUMMER_N ?= 4096
+# auto: 16384 where GPUNB's CUDA back-end can run, else 4096.
+PLUMMER_N ?= auto
 PLUMMER_ARGS ?=
 PLUMMER_CSV ?= plummer.csv
 PLUMMER_SWEEP ?= 1024 2048 4096
@@ -57,8 +61,11 @@ PLUMMER_PNG ?= plummer-fig2.png
 # (the libraries say so at open) rather than stopping.
 PLUMMER_ENV = NB6ACCEL_CPU_FALLBACK=$${NB6ACCEL_CPU_FALLBACK-1}; export NB6ACCEL_CPU_FALLBACK;
 
-plummer: tests/plummer/plummer_ac$(EXEEXT)
-	$(PLUMMER_ENV) ./tests/plummer/plummer_ac$(EXEEXT) -n $(PLUMMER_N) -csv $(PLUMMER_CSV) $(PLUMMER_ARGS)
+plummer: tests/plummer/plummer_ac$(EXEEXT) tests/plummer/plummer_gpu_usable$(EXEEXT)
+	@n=$(PLUMMER_N); if test "$$n" = auto; then \
+	  if ./tests/plummer/plummer_gpu_usable$(EXEEXT); then n=16384; else n=4096; fi; \
+	  echo "plummer: N = $$n (PLUMMER_N=... to choose)"; fi; \
+	$(PLUMMER_ENV) ./tests/plummer/plummer_ac$(EXEEXT) -n $$n -csv $(PLUMMER_CSV) $(PLUMMER_ARGS)
 	@echo "plummer: table appended to $(PLUMMER_CSV)"
 
 plummer-sweep: tests/plummer/plummer_ac$(EXEEXT)
