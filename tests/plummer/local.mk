@@ -53,7 +53,8 @@ tests/plummer/plummer_ac.$(OBJEXT) tests/plummer/test_plummer_model.$(OBJEXT) \
 PLUMMER_N ?= auto
 PLUMMER_ARGS ?=
 PLUMMER_CSV ?= plummer.csv
-PLUMMER_SWEEP ?= 1024 2048 4096
+# auto: 16k, 32k, 64k, 128k where GPUNB's CUDA back-end can run, else 1k .. 8k.
+PLUMMER_SWEEP ?= auto
 PLUMMER_SWEEP_CSV ?= plummer-sweep.csv
 PLUMMER_PNG ?= plummer-fig2.png
 
@@ -68,9 +69,13 @@ plummer: tests/plummer/plummer_ac$(EXEEXT) tests/plummer/plummer_gpu_usable$(EXE
 	$(PLUMMER_ENV) ./tests/plummer/plummer_ac$(EXEEXT) -n $$n -csv $(PLUMMER_CSV) $(PLUMMER_ARGS)
 	@echo "plummer: table appended to $(PLUMMER_CSV)"
 
-plummer-sweep: tests/plummer/plummer_ac$(EXEEXT)
+plummer-sweep: tests/plummer/plummer_ac$(EXEEXT) tests/plummer/plummer_gpu_usable$(EXEEXT)
 	rm -f $(PLUMMER_SWEEP_CSV)
-	@set -e; $(PLUMMER_ENV) for n in $(PLUMMER_SWEEP); do \
+	@set -e; $(PLUMMER_ENV) sizes="$(PLUMMER_SWEEP)"; if test "$$sizes" = auto; then \
+	  if ./tests/plummer/plummer_gpu_usable$(EXEEXT); then sizes="16384 32768 65536 131072"; \
+	  else sizes="1024 2048 4096 8192"; fi; \
+	  echo "plummer-sweep: N = $$sizes (PLUMMER_SWEEP=... to choose)"; fi; \
+	for n in $$sizes; do \
 	  echo "plummer-sweep: N = $$n (log in plummer-sweep-$$n.log)"; \
 	  ./tests/plummer/plummer_ac$(EXEEXT) -n $$n -csv $(PLUMMER_SWEEP_CSV) $(PLUMMER_ARGS) \
 	    > plummer-sweep-$$n.log; \
