@@ -76,9 +76,13 @@ static void test_cxvpred(void)
         }
         double s = time - t0[j];
         for (int k = 0; k < 3; k++) {
-            /* NBODY6's JPRED, evaluated in the same order */
-            volatile double xp = x0[j][k] + s * (x0dot[j][k] + s * (f[j][k] + s * fdot[j][k]));
-            volatile double vp = x0dot[j][k] + 2.0 * s * (f[j][k] + 1.5 * s * fdot[j][k]);
+            /* NBODY6's JPRED, evaluated in the same order; every product
+             * rounded on its own (volatile), as a compiler without FMA
+             * contraction does, whatever -march this test is built for. */
+            volatile double p1 = s * fdot[j][k], a1 = f[j][k] + p1, p2 = s * a1, a2 = x0dot[j][k] + p2;
+            volatile double p3 = s * a2, xp = x0[j][k] + p3;
+            volatile double q1 = 1.5 * s, q2 = q1 * fdot[j][k], b1 = f[j][k] + q2, q3 = 2.0 * s, q4 = q3 * b1;
+            volatile double vp = x0dot[j][k] + q4;
             exact &= x[j][k] == xp && xdot[j][k] == vp;
         }
         exact &= tpred[j] == time;

@@ -75,6 +75,7 @@ program test_plummer_model
   call check('text model read back: values', all(xr == x) .and. all(vr == v) .and. all(br == body), &
       maxval(abs(xr - x)))
 
+  deallocate(body, x, v, x2, v2, br, xr, vr) ! stack-frame arrays under -fopenmp: free before the end
   write(*, '(a,i0,a,i0,a)') 'test_plummer_model: ', npass, ' passed, ', nfail, ' failed'
   if (nfail > 0) stop 1
 
