@@ -3,6 +3,7 @@
 !> and the start of the integration (NBODY6's FPOLY0, FPOLY2, STEPS).
 module ac_forces
   use, intrinsic :: iso_c_binding, only: c_int, c_double
+  use, intrinsic :: iso_fortran_env, only: int64
   use nb6accel
   use ac_state
   use ac_correct, only: tstep, block_step_below
@@ -10,7 +11,7 @@ module ac_forces
   implicit none
   private
   public :: forces_open, forces_close, regular_chunk, regular_chunk_start, regular_chunk_finish
-  public :: initial_forces, send_particle
+  public :: initial_forces, send_particle, upload_stale_jparticles
   public :: xi, vi, gacc, gjrk, listgp, gf, gfd
 
   !> Per-chunk buffers, as in intgrt.omp.f: i-state, regular acc/jerk/pot,
@@ -21,6 +22,11 @@ module ac_forces
   ! Buffers of a retry for the particles whose list failed.
   real(dp), allocatable :: h2r(:), dtrr(:), xr(:,:), vr(:,:), ar(:,:), jr(:,:), pr(:)
   integer(c_int), allocatable :: listr(:,:)
+
+  !> Resident path: body i was corrected since its last GPUNB_SET_JP.  GPUNB
+  !> reads its records only at GPUNB_PREDICT (blocks with regular bodies), so
+  !> a body corrected several times in between is sent once, not per step.
+  logical, allocatable :: jp_stale(:)
 
   !> Retries with a radius 1.5 times larger before an empty list is taken.
   integer, parameter :: max_growth = 30
@@ -34,6 +40,8 @@ contains
     allocate(gpot(nimax), gf(3,nimax), gfd(3,nimax), listgp(lmax,nimax))
     allocate(h2r(nimax), dtrr(nimax), xr(3,nimax), vr(3,nimax), ar(3,nimax), jr(3,nimax))
     allocate(pr(nimax), listr(lmax,nimax))
+    allocate(jp_stale(n))
+    jp_stale = .false.
     cap = n + 100
     call gpunb_open(cap)
     nn = n + 100
@@ -46,17 +54,40 @@ contains
     call gpuirr_close()
     if (allocated(h2i)) deallocate(h2i, dtr, xi, vi, gacc, gjrk, gpot, gf, gfd, listgp)
     if (allocated(h2r)) deallocate(h2r, dtrr, xr, vr, ar, jr, pr, listr)
+    if (allocated(jp_stale)) deallocate(jp_stale)
   end subroutine forces_close
 
-  !> Hand body i's corrected state to GPUIRR (F, FDOT are acc/2, jerk/6),
-  !> and to GPUNB too when it keeps the j-particles itself.
+  !> Hand body i's corrected state to GPUIRR (F, FDOT are acc/2, jerk/6);
+  !> when GPUNB keeps the j-particles, mark it for the next upload.  Called
+  !> concurrently for distinct i.
   subroutine send_particle(i)
     integer, intent(in) :: i
     integer(c_int) :: ii
     ii = i
     call gpuirr_set_jp(ii, x0(:,i), x0dot(:,i), f(:,i), fdot(:,i), body(i), t0(i))
-    if (resident) call gpunb_set_jp(ii, x0(:,i), x0dot(:,i), f(:,i), fdot(:,i), body(i), t0(i))
+    if (resident) jp_stale(i) = .true.
   end subroutine send_particle
+
+  !> Resident path, just before GPUNB_PREDICT: GPUNB_SET_JP for the bodies
+  !> corrected since the last upload (an O(N) scan of flags and O(changed)
+  !> calls; GPUNB_SET_JP is thread-safe for distinct j).
+  subroutine upload_stale_jparticles()
+    integer :: i
+    integer(c_int) :: ii
+    integer(int64) :: sent
+    sent = 0
+    !$omp parallel do schedule(static) private(i, ii) reduction(+:sent)
+    do i = 1, n
+      if (jp_stale(i)) then
+        ii = i
+        call gpunb_set_jp(ii, x0(:,i), x0dot(:,i), f(:,i), fdot(:,i), body(i), t0(i))
+        jp_stale(i) = .false.
+        sent = sent + 1
+      end if
+    end do
+    !$omp end parallel do
+    nupload = nupload + sent
+  end subroutine upload_stale_jparticles
 
   !> Regular force, jerk and new neighbour list of the ni bodies idx(1:ni)
   !> at their predicted X, XDOT: regular_chunk_start, then (later, when the

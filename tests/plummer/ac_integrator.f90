@@ -8,10 +8,11 @@
 !>      per chunk of NIMAX: GPUNB_REGF (overflow retries), GPUIRR_SET_LIST,
 !>      GPUIRR_FIRR_VEC over the new lists, regular corrector;
 !>   6. GPUIRR_SET_JP of every member.
-!> With the resident GPUNB (option) step 5 becomes GPUNB_PREDICT and
-!> GPUNB_REGF_START before step 2, so that the regular force of the first
-!> chunk is computed while the host does steps 2-4, and each next chunk
-!> while the host corrects the previous one; GPUNB_SET_JP joins step 6.
+!> With the resident GPUNB (option) step 5 becomes GPUNB_SET_JP of the
+!> bodies corrected since the last regular block (each once, however many
+!> steps it took), GPUNB_PREDICT and GPUNB_REGF_START before step 2, so that
+!> the regular force of the first chunk is computed while the host does
+!> steps 2-4, and each next chunk while the host corrects the previous one.
 module ac_integrator
   use, intrinsic :: iso_c_binding, only: c_int, c_double
   use, intrinsic :: iso_fortran_env, only: int64
@@ -20,7 +21,7 @@ module ac_integrator
   use ac_blocks, only: blocks_next, blocks_move, level_changed
   use ac_correct, only: predict_body, irregular_correct, regular_correct
   use ac_forces, only: regular_chunk_start, regular_chunk_finish, send_particle, xi, vi, gacc, gjrk, &
-      listgp, gf, gfd
+      listgp, gf, gfd, upload_stale_jparticles
   use ac_clock, only: wall_seconds
   implicit none
   private
@@ -76,7 +77,9 @@ contains
     nc = nact; one = 1; nn = n
     if (resident .and. nreg > 0) then
       t = wall_seconds()
+      call upload_stale_jparticles()
       call gpunb_predict(nn, time)
+      wall_upload = wall_upload + (wall_seconds() - t)
       wall_regular = wall_regular + (wall_seconds() - t)
       call regular_chunk_start(min(nimax, nreg), ireg, .true., .true.)
     end if

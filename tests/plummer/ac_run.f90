@@ -39,6 +39,9 @@ module ac_run
     real(dp) :: regular_second = 0, irregular_second = 0, rest_second = 0
     !> The rest split: irregular corrector, regular corrector + lists, SET_JP.
     real(dp) :: corr_irr_second = 0, corr_reg_second = 0, setjp_second = 0
+    !> Resident path: GPUNB_SET_JP calls and the time of upload + GPUNB_PREDICT.
+    integer(int64) :: nupload_second = 0
+    real(dp) :: upload_second = 0
     integer(int64) :: nreg_second = 0, nirr_second = 0, nblock_second = 0
     real(dp) :: mean_nb = 0, e0 = 0, e_end = 0, de_over_e = 0, q0 = 0, q_end = 0
     integer(int64) :: noverflow = 0
@@ -65,7 +68,8 @@ contains
     type(run_result), intent(out) :: res
     real(dp), intent(out), optional :: xend(3,nbodies), vend(3,nbodies)
     real(dp) :: wall0, wall_start, wall_split, reg_split, irr_split, tblock, next_report, last_progress
-    real(dp) :: ci_split, cr_split, sj_split
+    real(dp) :: ci_split, cr_split, sj_split, up_split
+    integer(int64) :: nup_split
     real(dp) :: tkin, pot, rsmin, t_report, report_first, report_second
     integer(int64) :: nreg_split, nirr_split, nblock_split, nb_split
     logical :: split_done, stopped
@@ -114,7 +118,7 @@ contains
 
     wall_start = wall_seconds()
     wall_split = wall_start; reg_split = 0; irr_split = 0
-    ci_split = 0; cr_split = 0; sj_split = 0
+    ci_split = 0; cr_split = 0; sj_split = 0; up_split = 0; nup_split = 0
     nreg_split = 0; nirr_split = 0; nblock_split = 0; nb_split = 0
     split_done = res%tsplit <= 0
     report_first = 0; report_second = 0
@@ -128,6 +132,7 @@ contains
         wall_split = wall_seconds()
         reg_split = wall_regular; irr_split = wall_irregular
         ci_split = wall_corr_irr; cr_split = wall_corr_reg; sj_split = wall_setjp
+        up_split = wall_upload; nup_split = nupload
         nreg_split = nstepr; nirr_split = nstepi; nblock_split = nblock; nb_split = nb_sum
       end if
       if (time >= next_report) then
@@ -170,6 +175,8 @@ contains
     res%corr_irr_second = wall_corr_irr - ci_split
     res%corr_reg_second = wall_corr_reg - cr_split
     res%setjp_second = wall_setjp - sj_split
+    res%upload_second = wall_upload - up_split
+    res%nupload_second = nupload - nup_split
     res%rest_second = res%wall_second - res%regular_second - res%irregular_second
     res%nreg_second = nstepr - nreg_split
     res%nirr_second = nstepi - nirr_split

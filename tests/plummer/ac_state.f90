@@ -64,6 +64,11 @@ module ac_state
   !> blocks without regular bodies), the regular corrector and list
   !> hand-over, GPUIRR_SET_JP after regular blocks.
   real(dp) :: wall_corr_irr = 0, wall_corr_reg = 0, wall_setjp = 0
+  !> Resident path: GPUNB_SET_JP calls (records changed since the last
+  !> GPUNB_PREDICT) and the time of the upload with the predict (part of
+  !> wall_regular).
+  integer(int64) :: nupload = 0
+  real(dp) :: wall_upload = 0
 
 contains
 
@@ -85,5 +90,6 @@ contains
     time = 0
     nstepi = 0; nstepr = 0; nblock = 0; nblckr = 0; noverflow = 0; nvoid = 0; nb_sum = 0
     wall_regular = 0; wall_irregular = 0; wall_corr_irr = 0; wall_corr_reg = 0; wall_setjp = 0
+    nupload = 0; wall_upload = 0
   end subroutine state_free
 end module ac_state

@@ -2,7 +2,7 @@
 !> Nitadori & Aarseth 2012) on stdout, and one row of it appended to a CSV
 !> file (header written when the file is new).
 module ac_table
-  use, intrinsic :: iso_fortran_env, only: output_unit, error_unit
+  use, intrinsic :: iso_fortran_env, only: output_unit, error_unit, int64
   use ac_state, only: dp
   use ac_run, only: run_result, run_options
   implicit none
@@ -30,6 +30,9 @@ contains
         ' + regular corrector and lists ', r%corr_reg_second, ' + SET_JP after regular blocks ', &
         r%setjp_second, ' + scheduling ', &
         r%rest_second - r%corr_irr_second - r%corr_reg_second - r%setjp_second, ' s'
+    if (r%resident) write(output_unit, '(a,i0,a,f0.3,a,f0.3,a)') '# resident: ', r%nupload_second, &
+        ' GPUNB_SET_JP calls (', real(r%nupload_second, dp) / real(max(1_int64, r%nirr_second), dp), &
+        ' per irregular step); upload + GPUNB_PREDICT ', r%upload_second, ' s (part of regular)'
     if (.not. r%complete) write(output_unit, '(a,f10.5,a)') &
         '# STOPPED by the wall-clock limit at t = ', r%treached, ': figures cover only part of the run'
     flush(output_unit)
