@@ -6,18 +6,21 @@
 # ./bootstrap here, then run that command carrying .devtools configure
 # Makefile.in aclocal.m4 config.h.in build-aux m4.  Builds out of tree in
 # /tmp, runs the driver's tests on this machine's back-ends, then one run per
-# entry of PLUMMER_SIZES ("N"; "Nr" for the resident GPUNB path; "N@NB" or
-# "Nr@NB" with a target <NB> of NB; "+OPT+VAL" appended for more options)
-# with a wall-clock limit so that the whole call stays within PLUMMER_BUDGET
-# seconds (default 530).  Leaves in $OUT: plummer-device.log (hardware, build,
-# tests, summary lines), plummer-runs.log (every run in full), plummer.csv,
-# plummer-fig2.png (if gnuplot is there).  PLUMMER_ARGS go to every run.
+# entry of PLUMMER_SIZES (default: 64k and 128k, t = 0..4, each with NBODY6's
+# path and with the resident one; "N"; "Nr" for the resident GPUNB path;
+# "N@NB" or "Nr@NB" with a target <NB> of NB; "+OPT+VAL" appended for more
+# options) with a wall-clock limit per run (its share, by N, of what is left)
+# so that the whole call stays within PLUMMER_BUDGET seconds (default 530),
+# and prints the table of all runs.  Leaves in $OUT: plummer-device.log
+# (hardware, build, tests, summary lines, table), plummer-runs.log (every run
+# in full), plummer.csv, plummer-fig2.png (if gnuplot is there).
+# PLUMMER_ARGS go to every run.
 set -u -o pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/plummer-device-out}
 mkdir -p "$out"
 budget=${PLUMMER_BUDGET:-530}
-sizes=${PLUMMER_SIZES:-"16384 32768 65536 131072 262144"}
+sizes=${PLUMMER_SIZES:-"65536 65536r 131072 131072r"}
 label=${PLUMMER_LABEL:-device}
 args=${PLUMMER_ARGS:-}
 cd "$src" || exit 1
@@ -56,8 +59,9 @@ export OMP_NUM_THREADS=${PLUMMER_THREADS:-$(nproc)}
   ldd tests/plummer/.libs/plummer_ac 2>/dev/null | grep -E 'gomp|gfortran|gpunb|gpuirr'
 } 2>&1 | tee -a "$log"
 # Seen on this machine: with OMP_PROC_BIND=close OMP_PLACES=cores every
-# thread of this program ran on one core (16 threads no faster than 1).  Time
-# a short run each way and keep the faster (PLUMMER_BIND=yes|no forces one).
+# thread of this program ran on one core (16 threads no faster than 1), so
+# threads are left unbound; PLUMMER_BIND=probe times a short run each way
+# (about 20 s) and keeps the faster, PLUMMER_BIND=yes binds.
 probe() {
   local t0 t1
   t0=$(date +%s.%N)
@@ -65,7 +69,7 @@ probe() {
   t1=$(date +%s.%N)
   awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'
 }
-bind=${PLUMMER_BIND:-probe}
+bind=${PLUMMER_BIND:-no}
 if [ "$bind" = probe ]; then
   unset OMP_PROC_BIND OMP_PLACES
   free_s=$(probe)
@@ -81,7 +85,12 @@ fi
 echo "OMP_NUM_THREADS=$OMP_NUM_THREADS OMP_PROC_BIND=${OMP_PROC_BIND:-unset} OMP_PLACES=${OMP_PLACES:-unset}" | tee -a "$log"
 runs=$out/plummer-runs.log
 : >"$runs"
+# N of an entry, for the share of the budget each run may use.
+entry_n() { local e=${1%%+*}; e=${e%@*}; echo "${e%r}"; }
+remaining_n=0
+for entry in $sizes; do remaining_n=$(( remaining_n + $(entry_n "$entry") )); done
 for entry in $sizes; do
+  share_n=$(entry_n "$entry")
   # "N", "Nr" (resident GPUNB path), "N@NB" (target <NB>), "Nr@NB", and any
   # of these followed by "+OPTION+VALUE..." (more options, '+' for space).
   more=
@@ -96,17 +105,28 @@ for entry in $sizes; do
     echo "== N = $n $extra skipped: only $left s of the budget left" | tee -a "$log"
     continue
   fi
-  limit=$(( left - 20 ))
+  # Its share by N of what is left, so a slow run cannot starve the next
+  # ones; what a run leaves unused goes to those after it.
+  limit=$(( (left - 20) * share_n / remaining_n ))
+  [ "$limit" -lt 30 ] && limit=30
+  remaining_n=$(( remaining_n - share_n ))
   echo "== N = $n $extra (wall limit $limit s, $(elapsed) s elapsed)" | tee -a "$log" "$runs"
   ./tests/plummer/plummer_ac -n "$n" -csv "$out/plummer.csv" -label "$label" \
     -wall-limit "$limit" -progress 15 $extra $args >"$out/run.tmp" 2>&1
   echo "exit status $?" | tee -a "$log"
   cat "$out/run.tmp" >>"$runs"
-  grep -E '^ +[0-9]+\.0000 |^# N =|^# GPUNB|^# Timing|^#      N|^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]|STOPPED|back-end|kernel' \
+  grep -E '^ +[0-9]+\.0000 |^# N =|^# GPUNB|^# Timing|^#      N|^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]|^# rest|^# resident|STOPPED|back-end|kernel' \
     "$out/run.tmp" | tee -a "$log"
   rm -f "$out/run.tmp"
 done
 {
+  echo "== table (t = 0..2 and 2..4 wall; regular, irregular, rest for 2..4; seconds)"
+  awk -F, 'NR == 1 { next }
+    { if (!hdr++) printf "%8s %-9s %9s %9s %8s %9s %8s %10s %10s %6s %10s %s\n", "N", "path",
+        "wall0..2", "wall2..4", "regular", "irregular", "rest", "reg.steps", "irr.steps", "<NB>",
+        "dE/E", "status";
+      printf "%8d %-9s %9.2f %9.2f %8.2f %9.2f %8.2f %10.3g %10.3g %6.1f %10.2e %s\n", $1, $24, $6, $7,
+        $8, $9, $10, $11, $12, $14, $15, $22 }' "$out/plummer.csv" 2>/dev/null
   echo "== CSV"
   cat "$out/plummer.csv" 2>/dev/null
   sh "$src/tests/plummer/plot-fig2.sh" "$out/plummer.csv" "$out/plummer-fig2.png"
