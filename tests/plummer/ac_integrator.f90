@@ -121,6 +121,8 @@ contains
         ! TPRED = time makes CXVPRED skip them.
         call cxvpred(one, nn, time, t0, x0, x0dot, f, fdot, x, xdot, tpred)
         call gpunb_send(nn, body, x, xdot)
+        wall_upload = wall_upload + (wall_seconds() - t)
+        nupload = nupload + n
         wall_regular = wall_regular + (wall_seconds() - t)
       end if
       do j0 = 0, nreg - 1, nimax

@@ -39,7 +39,8 @@ module ac_run
     real(dp) :: regular_second = 0, irregular_second = 0, rest_second = 0
     !> The rest split: irregular corrector, regular corrector + lists, SET_JP.
     real(dp) :: corr_irr_second = 0, corr_reg_second = 0, setjp_second = 0
-    !> Resident path: GPUNB_SET_JP calls and the time of upload + GPUNB_PREDICT.
+    !> Bodies sent to GPUNB and the time of host prediction + sending
+    !> (CXVPRED + GPUNB_SEND, or GPUNB_SET_JP + GPUNB_PREDICT).
     integer(int64) :: nupload_second = 0
     real(dp) :: upload_second = 0
     integer(int64) :: nreg_second = 0, nirr_second = 0, nblock_second = 0

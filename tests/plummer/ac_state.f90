@@ -64,9 +64,10 @@ module ac_state
   !> blocks without regular bodies), the regular corrector and list
   !> hand-over, GPUIRR_SET_JP after regular blocks.
   real(dp) :: wall_corr_irr = 0, wall_corr_reg = 0, wall_setjp = 0
-  !> Resident path: GPUNB_SET_JP calls (records changed since the last
-  !> GPUNB_PREDICT) and the time of the upload with the predict (part of
-  !> wall_regular).
+  !> Host prediction and sending before the regular force (part of
+  !> wall_regular): bodies sent and seconds.  NBODY6's path: CXVPRED +
+  !> GPUNB_SEND of all N per regular block; resident path: GPUNB_SET_JP of
+  !> the bodies corrected since the last GPUNB_PREDICT, and GPUNB_PREDICT.
   integer(int64) :: nupload = 0
   real(dp) :: wall_upload = 0
 

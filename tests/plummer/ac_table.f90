@@ -30,9 +30,14 @@ contains
         ' + regular corrector and lists ', r%corr_reg_second, ' + SET_JP after regular blocks ', &
         r%setjp_second, ' + scheduling ', &
         r%rest_second - r%corr_irr_second - r%corr_reg_second - r%setjp_second, ' s'
-    if (r%resident) write(output_unit, '(a,i0,a,f0.3,a,f0.3,a)') '# resident: ', r%nupload_second, &
-        ' GPUNB_SET_JP calls (', real(r%nupload_second, dp) / real(max(1_int64, r%nirr_second), dp), &
-        ' per irregular step); upload + GPUNB_PREDICT ', r%upload_second, ' s (part of regular)'
+    if (r%resident) then
+      write(output_unit, '(a,i0,a,f0.3,a,f0.3,a)') '# resident: ', r%nupload_second, &
+          ' GPUNB_SET_JP calls (', real(r%nupload_second, dp) / real(max(1_int64, r%nirr_second), dp), &
+          ' per irregular step); SET_JP + GPUNB_PREDICT ', r%upload_second, ' s (part of regular)'
+    else
+      write(output_unit, '(a,i0,a,f0.3,a)') '# NBODY6 path: ', r%nupload_second, &
+          ' bodies predicted and sent; CXVPRED + GPUNB_SEND ', r%upload_second, ' s (part of regular)'
+    end if
     if (.not. r%complete) write(output_unit, '(a,f10.5,a)') &
         '# STOPPED by the wall-clock limit at t = ', r%treached, ': figures cover only part of the run'
     flush(output_unit)

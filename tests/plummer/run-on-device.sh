@@ -115,7 +115,7 @@ for entry in $sizes; do
     -wall-limit "$limit" -progress 15 $extra $args >"$out/run.tmp" 2>&1
   echo "exit status $?" | tee -a "$log"
   cat "$out/run.tmp" >>"$runs"
-  grep -E '^ +[0-9]+\.0000 |^# N =|^# GPUNB|^# Timing|^#      N|^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]|^# rest|^# resident|STOPPED|back-end|kernel' \
+  grep -E '^ +[0-9]+\.0000 |^# N =|^# GPUNB|^# Timing|^#      N|^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]|^# rest|^# resident|^# NBODY6 path|STOPPED|back-end|kernel' \
     "$out/run.tmp" | tee -a "$log"
   rm -f "$out/run.tmp"
 done
