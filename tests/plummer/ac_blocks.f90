@@ -6,6 +6,7 @@
 !> over the occupied levels, and the block is every occupied level whose step
 !> divides it.
 module ac_blocks
+  use, intrinsic :: iso_fortran_env, only: int64
   use ac_state, only: dp, n, smax, step, maxlevel
   implicit none
   private
@@ -51,28 +52,44 @@ contains
   end subroutine blocks_free
 
   !> Next block time after time `now` and its members, in level order.
+  !> Every level's next time is a multiple of the deepest occupied level's
+  !> step s (coarser steps are multiples of it) and lies after now, so the
+  !> next block time is the first multiple of s after now: k s.  A level of
+  !> step 2**m s is in the block iff 2**m divides k.  No floating-point
+  !> modulo per level (a libm call each): this runs ~100 000 times per run.
   subroutine blocks_next(now, tnext, nact, act)
     real(dp), intent(in) :: now
     real(dp), intent(out) :: tnext
     integer, intent(out) :: nact
     integer, intent(inout) :: act(:)
-    real(dp) :: s, t
-    integer :: l, c
-    tnext = huge(1.0_dp)
-    do l = 1, maxlevel
-      if (levels(l)%count == 0) cycle
-      s = scale(smax, 1 - l)
-      t = (aint(now / s) + 1.0_dp) * s
-      tnext = min(tnext, t)
+    real(dp) :: s
+    integer(int64) :: k
+    integer :: l, c, deepest
+    deepest = 0
+    do l = maxlevel, 1, -1
+      if (levels(l)%count > 0) then
+        deepest = l
+        exit
+      end if
     end do
     nact = 0
-    do l = 1, maxlevel
+    if (deepest == 0) then
+      tnext = huge(1.0_dp)
+      return
+    end if
+    s = scale(smax, 1 - deepest)
+    ! now / s and tnext / s are exact (s a power of two, times multiples of
+    ! the finest step), and k <= tend / s < 2**62.
+    k = int(aint(now / s), int64) + 1
+    tnext = real(k, dp) * s
+    do l = deepest, 1, -1
       c = levels(l)%count
-      if (c == 0) cycle
-      s = scale(smax, 1 - l)
-      if (modulo(tnext, s) /= 0.0_dp) cycle
-      act(nact + 1:nact + c) = levels(l)%idx(1:c)
-      nact = nact + c
+      if (c > 0) then
+        act(nact + 1:nact + c) = levels(l)%idx(1:c)
+        nact = nact + c
+      end if
+      if (btest(k, 0)) exit
+      k = shiftr(k, 1)
     end do
   end subroutine blocks_next
 
