@@ -93,7 +93,8 @@ contains
   !> at their predicted X, XDOT: regular_chunk_start, then (later, when the
   !> resident GPUNB computes while the host works) regular_chunk_finish.
   subroutine regular_chunk(ni, idx, use_steps, grow_empty)
-    integer, intent(in) :: ni, idx(:)
+    integer, intent(in) :: ni
+    integer, intent(in), contiguous :: idx(:)
     logical, intent(in) :: use_steps, grow_empty
     call regular_chunk_start(ni, idx, use_steps, .false.)
     call regular_chunk_finish(ni, idx, grow_empty, .false.)
@@ -103,7 +104,8 @@ contains
   !> last GPUNB_SEND, at once.  Resident path (async): GPUNB_REGF_START on
   !> the library's own predictions; returns while the force is computed.
   subroutine regular_chunk_start(ni, idx, use_steps, async)
-    integer, intent(in) :: ni, idx(:)
+    integer, intent(in) :: ni
+    integer, intent(in), contiguous :: idx(:)
     logical, intent(in) :: use_steps, async
     integer :: ll, i
     integer(c_int) :: nic, lm, nbm
@@ -138,7 +140,8 @@ contains
   !> in NBODY6 LIST format (1-based, self removed), GPUIRR has it
   !> (GPUIRR_SET_LIST), and nnb(i) is its length.
   subroutine regular_chunk_finish(ni, idx, grow_empty, async)
-    integer, intent(in) :: ni, idx(:)
+    integer, intent(in) :: ni
+    integer, intent(in), contiguous :: idx(:)
     logical, intent(in) :: grow_empty, async
     integer :: ll, i, k, nfail, c, growths, l1, l, item
     integer(c_int) :: nic, lm, nbm
@@ -228,7 +231,8 @@ contains
 
   subroutine set_list(i, column)
     integer, intent(in) :: i
-    integer(c_int), intent(in) :: column(:)
+    ! contiguous: no pack/unpack check on every call (one per regular step).
+    integer(c_int), intent(in), contiguous :: column(:)
     integer(c_int) :: ii
     ii = i
     call gpuirr_set_list(ii, column)
