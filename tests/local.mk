@@ -42,6 +42,7 @@ installcheck-local:
 	flags=`PKG_CONFIG_PATH="$$pc" PKG_CONFIG_SYSROOT_DIR="$(DESTDIR)" pkg-config --cflags --libs nb6accel`; \
 	echo "pkg-config nb6accel: $$flags"; \
 	$(CC) -o $$d/legacy_c $(srcdir)/tests/install/legacy_c.c $$flags -lm; \
+	NB6ACCEL_CPU_FALLBACK=$${NB6ACCEL_CPU_FALLBACK-1}; export NB6ACCEL_CPU_FALLBACK; \
 	LD_LIBRARY_PATH="$(DESTDIR)$(libdir)" $$d/legacy_c; \
 	if test -n "$(FC)"; then \
 	  (cd $$d && $(FC) -o legacy_f $(abs_srcdir)/tests/install/legacy_f.f90 $$flags) && \
