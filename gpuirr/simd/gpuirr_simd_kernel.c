@@ -47,10 +47,11 @@ static long long SIMD_SUFFIX(predict_due)(gpuirr *g, int first, int last)
     float *rec = g->rec;
     const double t = g->pred_time;
     long long count = 0;
-    /* Small ranges are not worth waking the thread team. */
+    /* Small ranges are not worth waking the thread team.  Each slot belongs
+     * to one thread: no compare-and-swap. */
 #pragma omp parallel for schedule(static) reduction(+ : count) if (last - first >= 4096)
     for (int s = first; s <= last; s++)
-        if (gpuirr_claim(g, s)) {
+        if (gpuirr_due(g, s) && gpuirr_take(g, s, 1)) {
             predict_slot(g, rec, s, t);
             count++;
         }
@@ -392,9 +393,10 @@ static double SIMD_SUFFIX(force)(gpuirr *g, int ni, const int *addr, double (*ac
 #pragma omp parallel if (ni >= GPUIRR_PARALLEL_MIN) reduction(+ : pairs, count)
     {
         if (bulk) {
+            /* Each slot belongs to one thread here: no compare-and-swap. */
 #pragma omp for schedule(static)
             for (int s = g->lazy_first; s <= g->lazy_last; s++)
-                if (gpuirr_claim(g, s))
+                if (gpuirr_due(g, s) && gpuirr_take(g, s, 1))
                     predict_slot(g, g->rec, s, t), count++;
         } else {
             /* Alone, a thread takes slots without compare-and-swap.  Equal
