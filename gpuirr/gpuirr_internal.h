@@ -52,7 +52,13 @@ struct gpuirr {
      * stamp[s] == epoch: slot s predicted to pred_time in this epoch;
      * gpuirr_set_particle clears it, so a record set after PRED is predicted
      * afresh.  Stamps are C11 atomics (claimed by compare-and-swap inside the
-     * kernels' parallel regions). */
+     * kernels' parallel regions).  A slot outside the due set keeps its
+     * older prediction, as with eager prediction: when an epoch starts, the
+     * unread slots of the previous range that it no longer covers are
+     * predicted to the previous time (start_epoch in gpuirr_api.c); a record
+     * set for such a slot is seen after the next predict call covering it.
+     * Statistics: time_predict_all/active hold the bookkeeping only, the
+     * prediction time is part of time_force. */
     _Atomic unsigned *stamp;
     unsigned epoch;
     int lazy_any, lazy_first, lazy_last;

@@ -127,6 +127,7 @@ static long long predict_phase(gpuirr *g, int lo, int hi, const int *addr, doubl
     float *rec = g->rec;
     const int *lists = g->lists;
     const size_t lmax = (size_t)g->lmax;
+    const size_t list_lines = (lmax * sizeof(int) + 63) / 64 < 8 ? (lmax * sizeof(int) + 63) / 64 : 8;
     due_set d[2];
     long long count = 0;
     /* Whether list n fits the buffer with its particle. */
@@ -135,8 +136,9 @@ static long long predict_phase(gpuirr *g, int lo, int hi, const int *addr, doubl
     if (lo < hi && FITS(lo))
         find_due(g, rec, addr[lo] - 1, LIST_OF(lo) + 1, LIST_OF(lo)[0], &d[lo & 1]);
     for (int n = lo; n < hi; n++) {
-        if (n + 2 < hi)
-            prefetch_line_rw(LIST_OF(n + 2), 0);
+        if (n + 2 < hi) /* its lines (at most 8: the rest follow in sequence) */
+            for (size_t k = 0; k < list_lines; k++)
+                prefetch_line_rw((const char *)LIST_OF(n + 2) + 64 * k, 0);
         if (n + 1 < hi && FITS(n + 1))
             find_due(g, rec, addr[n + 1] - 1, LIST_OF(n + 1) + 1, LIST_OF(n + 1)[0], &d[(n + 1) & 1]);
         if (FITS(n)) {
