@@ -79,7 +79,7 @@ plummer-sweep: tests/plummer/plummer_ac$(EXEEXT) tests/plummer/plummer_gpu_usabl
 	  echo "plummer-sweep: N = $$n (log in plummer-sweep-$$n.log)"; \
 	  ./tests/plummer/plummer_ac$(EXEEXT) -n $$n -csv $(PLUMMER_SWEEP_CSV) $(PLUMMER_ARGS) \
 	    > plummer-sweep-$$n.log; \
-	  tail -n 3 plummer-sweep-$$n.log; \
+	  sed -n "/^# Timing/,\$$p" plummer-sweep-$$n.log; \
 	done
 	$(SHELL) $(srcdir)/tests/plummer/plot-fig2.sh $(PLUMMER_SWEEP_CSV) $(PLUMMER_PNG) "$(GNUPLOT)"
 else
