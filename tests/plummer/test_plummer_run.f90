@@ -6,18 +6,34 @@
 !> process (libraries closed and reopened in between) ends bit for bit in
 !> the same state with the same step counts; and the resident GPUNB path
 !> (-resident: records uploaded only when changed, GPU-side prediction,
-!> asynchronous force) ends with the same energy as NBODY6's path to 1e-9
-!> (on the CPU back-end the two give the same bits).
+!> asynchronous force) ends with the same energy as NBODY6's path: to 1e-9
+!> of E where GPUNB runs on the host (the two give the same bits there), to
+!> 2e-8 of E (a sixth of that run's |dE/E|) where it runs on a GPU, whose
+!> float forces may round differently on the two paths (a record left stale
+!> costs 1e-6 or more).
 program test_plummer_run
   use, intrinsic :: iso_fortran_env, only: real64, int64
   use plummer_model, only: plummer_generate
   use ac_run, only: run_options, run_result, run_plummer
+  use, intrinsic :: iso_c_binding, only: c_int
   implicit none
+  interface
+    !> GPUNB's query (C API): whether a back-end kind can run here.
+    integer(c_int) function gpunb_backend_usable(kind) bind(C, name="gpunb_backend_usable")
+      import :: c_int
+      integer(c_int), value :: kind
+    end function gpunb_backend_usable
+  end interface
+  !> enum gpunb_backend_kind: GPUNB_BACKEND_CUDA.
+  integer(c_int), parameter :: backend_cuda = 2
   integer, parameter :: dp = real64
   type(run_options) :: opt
   type(run_result) :: r1, r2, r3
   real(dp), allocatable :: body(:), x(:,:), v(:,:), xa(:,:), va(:,:), xb(:,:), vb(:,:)
   integer :: npass, nfail, n
+  real(dp) :: tol_paths
+  character(len=16) :: gpunb_env
+  integer :: env_len, env_status
 
   npass = 0; nfail = 0
   opt%quiet = .true.
@@ -54,6 +70,11 @@ program test_plummer_run
   call check('determinism: same energy error', r1%de_over_e == r2%de_over_e, r1%de_over_e - r2%de_over_e)
   call check('bodies moved', maxval(abs(xa - x)) > 1.0e-3_dp, maxval(abs(xa - x)))
 
+  ! GPUNB on a GPU unless NB6ACCEL_GPUNB sends it to the host.
+  tol_paths = 1.0e-9_dp
+  call get_environment_variable('NB6ACCEL_GPUNB', gpunb_env, env_len, env_status)
+  if (gpunb_backend_usable(backend_cuda) /= 0 .and. .not. (env_status == 0 .and. &
+      (gpunb_env == 'cpu' .or. gpunb_env == 'reference'))) tol_paths = 2.0e-8_dp
   opt%resident = .true.
   call run_plummer(n, body, x, v, opt, r3, xb, vb)
   opt%resident = .false.
@@ -61,8 +82,9 @@ program test_plummer_run
       ', resident ', r3%de_over_e, ';  GPUNB_SET_JP calls ', r3%nupload_second, ' for irregular steps ', &
       r3%nirr_second
   call check('resident path: run complete', r3%complete, r3%treached)
-  call check('resident path: same energy as the legacy path (1e-9 of E)', &
-      abs(r3%e_end - r1%e_end) <= 1.0e-9_dp * abs(r1%e0), (r3%e_end - r1%e_end) / abs(r1%e0))
+  write(*, '(a,es8.1,a)') 'resident vs legacy energy tolerance ', tol_paths, ' of E'
+  call check('resident path: same energy as the legacy path', &
+      abs(r3%e_end - r1%e_end) <= tol_paths * abs(r1%e0), (r3%e_end - r1%e_end) / abs(r1%e0))
   call check('resident path: fewer GPUNB_SET_JP calls than irregular steps', &
       r3%nupload_second > 0 .and. r3%nupload_second < r3%nirr_second, &
       real(r3%nupload_second, dp) / max(1_int64, r3%nirr_second))
