@@ -36,6 +36,13 @@ fi
 jobs=$(nproc)
 { nvidia-smi; lscpu; gfortran --version | head -n 1; nvcc --version | tail -n 2; } > "$logs/machine.txt" 2>&1
 log "machine: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1), $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -n 1)"
+# Does the machine give 16 CPUs' worth right now, and how much does its host
+# take (steal)?  Checked at the start and at the end.
+stat_steal() { awk '/^cpu / { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+steal0=$(stat_steal)
+if gcc -O2 -fopenmp nbody6_patch/omp-scaling-check.c -o /tmp/omp-scaling-check 2> "$logs/omp-scaling-check.log"; then
+    log "$(/tmp/omp-scaling-check "$(nproc)")"
+fi
 log "nb6accel commit: ${NB6_COMMIT:-$(git log -1 --format='%h %s' 2>/dev/null || echo unknown)}"
 
 # 1. nb6accel
@@ -152,4 +159,7 @@ if [ -n "${NATIVE_RUN-64k-gpu-native:65536:cuda:120}" ] && [ "$(left)" -gt 120 ]
         log "native build FAILED (build-nbody6-native.log)"
     fi
 fi
+[ -x /tmp/omp-scaling-check ] && log "$(/tmp/omp-scaling-check "$(nproc)")"
+set -- $steal0 $(stat_steal)
+[ $# -eq 4 ] && log "CPU time taken by the host (steal) during this script: $(awk -v a="$1" -v b="$2" -v c="$3" -v d="$4" 'BEGIN { printf "%.1f %%", (d > b) ? 100 * (c - a) / (d - b) : 0 }')"
 log "done"

@@ -1,0 +1,48 @@
+/* omp-scaling-check: how many CPUs' worth of work an OpenMP team really gets
+ * on this machine right now.  The device runs of NBODY6 behaved as if their
+ * threads shared one or a few CPUs; this separates "the machine (or its
+ * host) gives less than it shows" from "something in the NBODY6 process".
+ *
+ * Every thread runs the same fixed arithmetic loop; the program prints the
+ * wall time with 1 thread and with T threads (argument, default all) and the
+ * speed-up, which is T where every thread has a CPU of its own.
+ *   gcc -O2 -fopenmp omp-scaling-check.c -o omp-scaling-check && ./omp-scaling-check 16
+ */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static double busy_loop(long n)
+{
+    double x = 1.0;
+    for (long k = 0; k < n; k++)
+        x = x * 1.0000001 + 1e-9; /* a dependent chain: no vectorisation, no memory */
+    return x;
+}
+
+static double team_time(int threads, long n, volatile double *sink)
+{
+    double t0 = omp_get_wtime(), s = 0.0;
+#pragma omp parallel num_threads(threads) reduction(+ : s)
+    s += busy_loop(n);
+    *sink += s;
+    return omp_get_wtime() - t0;
+}
+
+int main(int argc, char **argv)
+{
+    int threads = argc > 1 ? atoi(argv[1]) : omp_get_num_procs();
+    long n = 200000000L;
+    volatile double sink = 0.0; /* keeps the loops from being optimised away */
+    if (threads < 1) {
+        fprintf(stderr, "omp-scaling-check: threads must be >= 1, got '%s'\n", argv[1]);
+        return 2;
+    }
+    team_time(threads, n / 20, &sink); /* start the team */
+    double t1 = team_time(1, n, &sink);
+    double tn = team_time(threads, n, &sink);
+    printf("omp-scaling-check: %d CPUs online; same work per thread: 1 thread %.3f s, %d threads %.3f s;"
+           " %.1f CPUs' worth (ideal %d)\n",
+           omp_get_num_procs(), t1, threads, tn, threads * t1 / tn, threads);
+    return 0;
+}
