@@ -83,3 +83,20 @@ void nb6_free(void *p)
 {
     free(p);
 }
+
+void nb6_legacy_stop(const char *message)
+{
+    fprintf(stderr, "nb6accel: %s\n", message);
+    fflush(stderr);
+    exit(2);
+}
+
+void nb6_legacy_require_open(const void *handle, const char *routine, const char *opener,
+                             const char *closer)
+{
+    char msg[NB6_ERRMSG_LEN];
+    if (handle)
+        return;
+    nb6_format(msg, "%s called before %s (or after %s)", routine, opener, closer);
+    nb6_legacy_stop(msg);
+}

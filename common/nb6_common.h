@@ -34,6 +34,14 @@ NB6_INTERNAL int nb6_max_threads(void);
 /* Index of the first non-finite value in v[0..n-1], or -1. */
 NB6_INTERNAL long nb6_first_nonfinite(const double *v, long n);
 
+/* The legacy NBODY6 entry points have no status argument: they print the
+ * reason ("nb6accel: <message>") on stderr and stop the program with exit
+ * status 2.  nb6_legacy_require_open stops with "<routine> called before
+ * <opener>" when handle is NULL. */
+NB6_INTERNAL _Noreturn void nb6_legacy_stop(const char *message);
+NB6_INTERNAL void nb6_legacy_require_open(const void *handle, const char *routine,
+                                          const char *opener, const char *closer);
+
 /* Allocation aligned to 64 bytes, zeroed; NULL on failure.  Free with nb6_free. */
 NB6_INTERNAL void *nb6_alloc(size_t bytes);
 NB6_INTERNAL void nb6_free(void *p);

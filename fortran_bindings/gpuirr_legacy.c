@@ -3,6 +3,7 @@
  * helpers of gpuirr.h.  A failure is printed and stops the program. */
 #include "config.h"
 #include "gpuirr.h"
+#include "nb6_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,19 +18,11 @@
 
 static gpuirr *default_handle;
 
-static void stop(void)
-{
-    fprintf(stderr, "nb6accel: %s\n", gpuirr_last_error());
-    fflush(stderr);
-    exit(2);
-}
+static void stop(void) { nb6_legacy_stop(gpuirr_last_error()); }
 
 static void require_open(const char *routine)
 {
-    if (!default_handle) {
-        fprintf(stderr, "nb6accel: %s called before GPUIRR_OPEN (or after GPUIRR_CLOSE)\n", routine);
-        exit(2);
-    }
+    nb6_legacy_require_open(default_handle, routine, "GPUIRR_OPEN", "GPUIRR_CLOSE");
 }
 
 void NB6_F_GPUIRR_OPEN(int *nmax, int *lmax)

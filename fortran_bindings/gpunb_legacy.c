@@ -3,6 +3,7 @@
  * is printed and stops the program: a wrong answer is worse than a stop. */
 #include "config.h"
 #include "gpunb.h"
+#include "nb6_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,19 +19,11 @@
 
 static gpunb *default_handle;
 
-static void stop(void)
-{
-    fprintf(stderr, "nb6accel: %s\n", gpunb_last_error());
-    fflush(stderr);
-    exit(2);
-}
+static void stop(void) { nb6_legacy_stop(gpunb_last_error()); }
 
 static void require_open(const char *routine)
 {
-    if (!default_handle) {
-        fprintf(stderr, "nb6accel: %s called before GPUNB_OPEN (or after GPUNB_CLOSE)\n", routine);
-        exit(2);
-    }
+    nb6_legacy_require_open(default_handle, routine, "GPUNB_OPEN", "GPUNB_CLOSE");
 }
 
 void NB6_F_GPUNB_OPEN(int *capacity)
@@ -118,10 +111,8 @@ void NB6_F_GPUNB_REGF_START(int *ni, int *ji, double *h2, double *dtr, int *lmax
         free(zero_based);
         zero_based = malloc(sizeof(int) * (size_t)*ni);
         zero_based_cap = zero_based ? *ni : 0;
-        if (!zero_based) {
-            fprintf(stderr, "nb6accel: GPUNB_REGF_START: out of memory for NI = %d\n", *ni);
-            exit(2);
-        }
+        if (!zero_based)
+            nb6_legacy_stop("GPUNB_REGF_START: out of host memory for the index list");
     }
     for (int i = 0; i < *ni; i++)
         zero_based[i] = ji[i] - 1;
