@@ -13,15 +13,17 @@
  *   - PRED_ALL over two sub-ranges at different times: each slot at the time
  *     of the last call that covered it; then PRED_ALL over a range that
  *     leaves part of the previous one out;
- *   - a call on every particle (the streamed path).
+ *   - PRED_ACT of every particle (the range streamed, the rest claimed),
+ *     a call on every particle after PRED_ALL (the streamed path).
  * Each force is checked against a double reference at the time each slot
  * must have (tolerances as test_gpuirr_simd: acc error / sum |terms| <=
  * 7.5e-7, jerk 1.5e-6; 1e-12 for the double kernel), and the number of
  * slots predicted (gpuirr_get_stats) against the count of due slots read
  * and not yet predicted in the epoch: a slot predicted twice, or one read
- * and never predicted, fails.  (A call on a quarter of a PRED_ALL range or
- * more may predict the whole range in order; the calls here are far below
- * that, but for the every-particle call, which reads all of it anyway.) */
+ * and never predicted, fails.  (A call whose reads, repeats counted, reach
+ * the size of the due range may predict the whole range in order; the
+ * calls here stay far below that, but for the every-particle calls, which
+ * read all of it anyway.) */
 #include "simd_testutil.h"
 #include "gpuirr.h"
 
@@ -29,7 +31,7 @@
 #define JRK_TOL 1.5e-6
 #define SCALAR_TOL 1e-12
 
-enum { N = 20000, LMAX = 100, WINDOW = 400, NSET = 300 };
+enum { N = 100000, LMAX = 80, WINDOW = 400, NSET = 100 };
 
 static double x0[N][3], v0[N][3], f2[N][3], fd6[N][3], mass[N], t0s[N];
 static int list[N][LMAX];   /* count, then 1-based members, as stored */
@@ -53,7 +55,7 @@ static void random_record(int s, double t0)
 /* Members from the window of slots around s, so lists overlap. */
 static void random_list(int s)
 {
-    int len = rng_int(10) == 0 ? 0 : 20 + rng_int(LMAX - 20);
+    int len = rng_int(10) == 0 ? 0 : 20 + rng_int(LMAX - 20); /* mean ~45 */
     list[s][0] = len;
     for (int e = 1; e <= len; e++) {
         int j;
@@ -284,8 +286,15 @@ static int check_level(int level, int threads)
     window_set(s2, first - NSET / 2);
     step(&r, "a range leaving part of the last one out", NSET, s2);
 
+    /* PRED_ACT of every particle, the range of the last PRED_ALL leaving
+     * slots out: the range streamed, the slots outside it claimed. */
+    double te = tc + 1.0 / 8192.0;
+    gpuirr_predict_active(r.g, N, all, te);
+    model_epoch(1, 0, 0, te);
+    step(&r, "pred_act of every particle", N, all);
+
     /* Every particle: the streamed path. */
-    double td = tc + 1.0 / 4096.0;
+    double td = te + 1.0 / 4096.0;
     gpuirr_predict_all(r.g, 1, N, td);
     model_epoch(0, 0, N - 1, td);
     step(&r, "every particle", N, all);
