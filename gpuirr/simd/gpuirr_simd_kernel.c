@@ -389,7 +389,9 @@ static double SIMD_SUFFIX(force)(gpuirr *g, int ni, const int *addr, double (*ac
     const int *lists = g->lists;
     const size_t lmax = (size_t)g->lmax;
     int bulk = 0;
-    if (range_len > 0) { /* the reads, counted as far as the choice needs */
+    /* The reads, counted as far as the choice needs (a serial pass over list
+     * heads that miss: skipped where even full lists could not reach it). */
+    if (range_len > 0 && (double)ni * (double)lmax >= range_len) {
         const double enough = range_len;
         double reads = 0.0;
         for (int n = 0; n < ni && reads < enough; n++)
