@@ -254,6 +254,8 @@ enum { PREFETCH_PER_GROUP = SIMD_VL < 16 ? SIMD_VL : 16 };
  * or, with all set, every member left. */
 static inline __attribute__((always_inline)) void prefetch_some(next_list *nx, int all)
 {
+    if (nx->done >= nx->len) /* nothing (left) to fetch; members may be NULL */
+        return;
     const int *m = nx->members + nx->done;
     if (!all && nx->done + PREFETCH_PER_GROUP <= nx->len) {
 #pragma GCC unroll 16

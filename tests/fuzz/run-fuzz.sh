@@ -20,5 +20,9 @@ echo "fuzz_api: fuzzing the GPUNB/GPUIRR API for $seconds s in $work"
 cd "$work"
 ./build/fuzz_api -max_total_time="$seconds" -max_len=4096 -timeout=10 -print_final_stats=1 corpus 2>&1 \
   | grep -E "^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss|==[0-9]+==ERROR|SUMMARY|Done)" || true
-ls crash-* timeout-* leak-* >/dev/null 2>&1 && { echo "fuzz_api: finding(s) in $work"; exit 1; }
+found=0
+for f in crash-* timeout-* leak-* oom-*; do
+  [ -e "$f" ] && { found=1; echo "fuzz_api: finding $work/$f"; }
+done
+[ $found = 0 ] || { echo "fuzz_api: 0 passed, 1 failed (reproduce: $work/build/fuzz_api FILE)"; exit 1; }
 echo "fuzz_api: 1 passed, 0 failed (no finding)"
