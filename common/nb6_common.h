@@ -9,9 +9,11 @@
 #if defined(__GNUC__)
 #define NB6_INTERNAL __attribute__((visibility("hidden")))
 #define NB6_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define NB6_NORETURN __attribute__((noreturn))
 #else
 #define NB6_INTERNAL
 #define NB6_PRINTF(a, b)
+#define NB6_NORETURN
 #endif
 
 #define NB6_ERRMSG_LEN 512
@@ -38,7 +40,7 @@ NB6_INTERNAL long nb6_first_nonfinite(const double *v, long n);
  * reason ("nb6accel: <message>") on stderr and stop the program with exit
  * status 2.  nb6_legacy_require_open stops with "<routine> called before
  * <opener>" when handle is NULL. */
-NB6_INTERNAL _Noreturn void nb6_legacy_stop(const char *message);
+NB6_INTERNAL NB6_NORETURN void nb6_legacy_stop(const char *message);
 NB6_INTERNAL void nb6_legacy_require_open(const void *handle, const char *routine,
                                           const char *opener, const char *closer);
 
