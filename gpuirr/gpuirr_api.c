@@ -30,12 +30,18 @@ void gpuirr_close(gpuirr *g)
 {
     if (!g)
         return;
-    nb6_free(g->src);
+    nb6_free(g->x0);
+    nb6_free(g->v0);
+    nb6_free(g->f_half);
+    nb6_free(g->fdot_sixth);
+    nb6_free(g->mass);
+    nb6_free(g->t0);
     nb6_free(g->xp);
     nb6_free(g->vp);
     nb6_free(g->rec);
     nb6_free(g->lists);
-    nb6_free((void *)g->stamp);
+    nb6_free(g->stamp);
+    nb6_free(g->work);
     free(g);
 }
 
@@ -81,28 +87,25 @@ int gpuirr_open(gpuirr **out, int nmax, int lmax)
     g->nmax = nmax;
     g->lmax = lmax;
     n = (size_t)nmax;
-    g->src = nb6_alloc(n * sizeof *g->src);
+    g->x0 = nb6_alloc(n * sizeof(double[3]));
+    g->v0 = nb6_alloc(n * sizeof(double[3]));
+    g->f_half = nb6_alloc(n * sizeof(double[3]));
+    g->fdot_sixth = nb6_alloc(n * sizeof(double[3]));
+    g->mass = nb6_alloc(n * sizeof(double));
+    g->t0 = nb6_alloc(n * sizeof(double));
     g->xp = nb6_alloc(n * sizeof(double[3]));
     g->vp = nb6_alloc(n * sizeof(double[3]));
     g->rec = nb6_alloc(n * GPUIRR_REC * sizeof(float));
     g->lists = nb6_alloc(n * (size_t)lmax * sizeof(int));
-    g->stamp = nb6_alloc(n * sizeof *g->stamp);
-    if (!g->src || !g->xp ||
-        !g->vp || !g->rec || !g->lists || !g->stamp) {
+    g->stamp = nb6_alloc(n * sizeof(unsigned));
+    g->work = nb6_alloc(n * sizeof(int));
+    if (!g->x0 || !g->v0 || !g->f_half || !g->fdot_sixth || !g->mass || !g->t0 || !g->xp ||
+        !g->vp || !g->rec || !g->lists || !g->stamp || !g->work) {
         gpuirr_close(g);
         return gpuirr_fail(GPUIRR_ERESOURCE,
                            "gpuirr_open: out of host memory for nmax = %d, lmax = %d (%.1f MB of lists)",
                            nmax, lmax, (double)n * (double)lmax * sizeof(int) / 1e6);
     }
-    /* No epoch yet (epoch 0, nothing due); a force call before any predict
-     * call reads these zeros. */
-    for (size_t s = 0; s < n; s++)
-        atomic_init(&g->stamp[s], 0u);
-    memset(g->rec, 0, n * GPUIRR_REC * sizeof(float));
-    memset(g->xp, 0, n * sizeof(double[3]));
-    memset(g->vp, 0, n * sizeof(double[3]));
-    g->lazy_first = 0;
-    g->lazy_last = -1;
     advise_huge_pages(g->rec, n * GPUIRR_REC * sizeof(float));
     advise_huge_pages(g->lists, n * (size_t)lmax * sizeof(int));
     *out = g;
@@ -157,15 +160,13 @@ int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3], const double v0
     if (!isfinite(t0))
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_set_particle: t0 = %g of particle %d is not finite", t0, addr);
     for (int k = 0; k < 3; k++) {
-        g->src[s].x0[k] = x0[k];
-        g->src[s].v0[k] = v0[k];
-        g->src[s].f_half[k] = f_half[k];
-        g->src[s].fdot_sixth[k] = fdot_sixth[k];
+        g->x0[s][k] = x0[k];
+        g->v0[s][k] = v0[k];
+        g->f_half[s][k] = f_half[k];
+        g->fdot_sixth[s][k] = fdot_sixth[k];
     }
-    g->src[s].mass = mass;
-    g->src[s].t0 = t0;
-    /* Not predicted from this record yet: due again if the epoch covers it. */
-    atomic_store_explicit(&g->stamp[s], 0u, memory_order_relaxed);
+    g->mass[s] = mass;
+    g->t0[s] = t0;
     return GPUIRR_OK;
 }
 
@@ -195,38 +196,6 @@ int gpuirr_set_list(gpuirr *g, int addr, int n, const int *members)
     return GPUIRR_OK;
 }
 
-/* Starts a prediction epoch at time t in which slots first..last (0-based)
- * are due, and with any set every slot a force call reads.  Slots of the
- * previous epoch's range that the new one does not cover and that no force
- * call has read keep the previous time: they are predicted to it now (never
- * in NBODY6's call pattern, whose range is IFIRST..NTOT each time and whose
- * PRED_ACT keeps it; the test suite predicts a range in two parts). */
-static long long start_epoch(gpuirr *g, double t, int any, int first, int last)
-{
-    long long predicted = 0;
-    if (g->lazy_first <= g->lazy_last) {
-        int below = (first < g->lazy_last + 1 ? first : g->lazy_last + 1) - 1;
-        int above = last + 1 > g->lazy_first ? last + 1 : g->lazy_first;
-        if (first > last) /* nothing new covered: all of the old range */
-            below = g->lazy_last, above = g->lazy_last + 1;
-        if (below >= g->lazy_first)
-            predicted += g->kernel->predict_due(g, g->lazy_first, below);
-        if (above <= g->lazy_last)
-            predicted += g->kernel->predict_due(g, above, g->lazy_last);
-    }
-    if (++g->epoch == 0) { /* wrapped: forget every old stamp */
-        for (int s = 0; s < g->nmax; s++)
-            atomic_store_explicit(&g->stamp[s], 0u, memory_order_relaxed);
-        g->epoch = 1;
-    }
-    g->pred_time = t;
-    g->lazy_any = any;
-    g->lazy_first = first;
-    g->lazy_last = last;
-    return predicted;
-}
-
-/* Records the epoch; the force calls predict what they read (gpuirr_claim). */
 int gpuirr_predict_all(gpuirr *g, int first, int last, double t)
 {
     double t0 = nb6_clock();
@@ -238,19 +207,18 @@ int gpuirr_predict_all(gpuirr *g, int first, int last, double t)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_predict_all: time = %g is not finite", t);
     if (first > last)
         return GPUIRR_OK;
-    g->stats.particles_predicted += start_epoch(g, t, 0, first - 1, last - 1);
+    g->kernel->predict_range(g, first - 1, last - 1, t);
+    g->stats.particles_predicted += last - first + 1;
     g->stats.time_predict_all += nb6_clock() - t0;
     return GPUIRR_OK;
 }
 
-/* The actives and their list members are exactly what the force call on
- * them reads, so the epoch makes every slot that a force call reads due
- * (ABI 5.5 allows a superset) and keeps the range of the last PRED_ALL due
- * as well (a superset too), so that no slot is predicted here. */
+/* Gathers the actives and their list members once each (stamps, no sort),
+ * then predicts that set. */
 int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double t)
 {
     double t0 = nb6_clock();
-    int st;
+    int st, count = 0;
     if (!g)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_predict_active: called before gpuirr_open (handle is NULL)");
     if (ni < 0 || (ni > 0 && !addr))
@@ -261,7 +229,27 @@ int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double t)
     for (int n = 0; n < ni; n++)
         if ((st = check_addr(g, "gpuirr_predict_active", "addr[n]", addr[n])))
             return st;
-    g->stats.particles_predicted += start_epoch(g, t, 1, g->lazy_first, g->lazy_last);
+    if (++g->epoch == 0) { /* wrapped: forget every old stamp */
+        memset(g->stamp, 0, sizeof(unsigned) * (size_t)g->nmax);
+        g->epoch = 1;
+    }
+    for (int n = 0; n < ni; n++) {
+        int i = addr[n] - 1;
+        const int *col = g->lists + (size_t)i * (size_t)g->lmax;
+        if (g->stamp[i] != g->epoch) {
+            g->stamp[i] = g->epoch;
+            g->work[count++] = i;
+        }
+        for (int e = 1; e <= col[0]; e++) {
+            int j = col[e] / GPUIRR_REC;
+            if (g->stamp[j] != g->epoch) {
+                g->stamp[j] = g->epoch;
+                g->work[count++] = j;
+            }
+        }
+    }
+    g->kernel->predict_slots(g, count, g->work, t);
+    g->stats.particles_predicted += count;
     g->stats.time_predict_active += nb6_clock() - t0;
     return GPUIRR_OK;
 }
@@ -289,9 +277,7 @@ int gpuirr_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*
         for (int n = 0; n < ni; n++)
             if ((st = check_addr(g, "gpuirr_force", "addr[n]", addr[n])))
                 return st;
-    long long predicted = 0;
-    double interactions = g->kernel->force(g, ni, addr, acc, jrk, &predicted);
-    g->stats.particles_predicted += predicted;
+    double interactions = g->kernel->force(g, ni, addr, acc, jrk);
     g->stats.force_calls++;
     g->stats.particles_forced += ni;
     g->stats.interactions += interactions;

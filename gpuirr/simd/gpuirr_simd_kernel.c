@@ -17,9 +17,6 @@
 #include "nb6_simd_select.h"
 
 #include <stddef.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* ---- prediction ------------------------------------------------------------ */
 
@@ -27,153 +24,35 @@
  * double, written as a record (GPUIRR_REC_*). */
 static inline void predict_slot(const gpuirr *restrict g, float *restrict rec, int s, double t)
 {
-    const gpuirr_source *src = &g->src[s];
-    const double dt = t - src->t0;
+    const double dt = t - g->t0[s];
     float *r = rec + (size_t)s * GPUIRR_REC;
     for (int k = 0; k < 3; k++) {
-        double a2 = src->f_half[k], j6 = src->fdot_sixth[k];
-        double x = src->x0[k] + dt * (src->v0[k] + dt * (a2 + dt * j6));
-        double v = src->v0[k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
+        double a2 = g->f_half[s][k], j6 = g->fdot_sixth[s][k];
+        double x = g->x0[s][k] + dt * (g->v0[s][k] + dt * (a2 + dt * j6));
+        double v = g->v0[s][k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
         float hi = (float)x;
         r[GPUIRR_REC_XHI + k] = hi;
         r[GPUIRR_REC_XLO + k] = (float)(x - (double)hi);
         r[GPUIRR_REC_V + k] = (float)v;
     }
-    r[GPUIRR_REC_MASS] = (float)src->mass;
+    r[GPUIRR_REC_MASS] = (float)g->mass[s];
 }
 
-static long long SIMD_SUFFIX(predict_due)(gpuirr *g, int first, int last)
+static void SIMD_SUFFIX(predict_range)(gpuirr *g, int first, int last, double t)
 {
     float *rec = g->rec;
-    const double t = g->pred_time;
-    long long count = 0;
-    /* Small ranges are not worth waking the thread team.  Each slot belongs
-     * to one thread: no compare-and-swap. */
-#pragma omp parallel for schedule(static) reduction(+ : count) if (last - first >= 4096)
+    /* Small ranges are not worth waking the thread team. */
+#pragma omp parallel for simd schedule(static) if (last - first >= 4096)
     for (int s = first; s <= last; s++)
-        if (gpuirr_due(g, s) && gpuirr_take(g, s, 1)) {
-            predict_slot(g, rec, s, t);
-            count++;
-        }
-    return count;
+        predict_slot(g, rec, s, t);
 }
 
-/* One cache line into L1 (for writing with `write` set).  An asm
- * statement, because GCC deletes a loop whose body is only
- * __builtin_prefetch (it has no side effect for it). */
-static inline void prefetch_line_rw(const void *p, int write)
-{
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-    if (write)
-        __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-    else
-        __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
-#else
-    __builtin_prefetch(p, write);
-#endif
-}
-
-/* Phase 1 of a force call, for the particles addr[lo..hi-1]: each and its
- * list members that are due, predicted where this thread takes them.  In
- * stages so that the misses overlap, one particle ahead: which of the next
- * particle's slots are due (stamp loads, independent of each other) and
- * prefetches of their sources and records, while this particle's slots are
- * taken and predicted (a compare-and-swap waits for every load before it, so
- * one per member between the loads would serialise the misses); the list two
- * particles ahead comes from memory meanwhile.  A list longer than the
- * buffer is done in pieces without the look-ahead. */
-enum { CAND_MAX = 512 };
-
-typedef struct due_set {
-    int n;
-    int slot[CAND_MAX];
-} due_set;
-
-/* The due ones of slot i and the m entries list[] (record offsets). */
-static inline void find_due(const gpuirr *g, const float *rec, int i, const int *list, int m,
-                            due_set *d)
-{
-    int nc = 0;
-    d->slot[0] = i;
-    nc += gpuirr_due(g, i);
-    for (int e = 0; e < m; e++) {
-        const int j = (int)((unsigned)list[e] / GPUIRR_REC);
-        d->slot[nc] = j;
-        nc += gpuirr_due(g, j);
-    }
-    for (int c = 0; c < nc; c++) {
-        const char *src = (const char *)&g->src[d->slot[c]];
-        prefetch_line_rw(src, 0);
-        prefetch_line_rw(src + 64, 0);
-        prefetch_line_rw(rec + (size_t)d->slot[c] * GPUIRR_REC, 1);
-    }
-    d->n = nc;
-}
-
-static inline long long take_and_predict(gpuirr *g, float *rec, const due_set *d, double t, int solo)
-{
-    int won[CAND_MAX], nw = 0;
-    for (int c = 0; c < d->n; c++) {
-        won[nw] = d->slot[c];
-        nw += gpuirr_take(g, d->slot[c], solo);
-    }
-    for (int c = 0; c < nw; c++)
-        predict_slot(g, rec, won[c], t);
-    return nw;
-}
-
-static long long predict_phase(gpuirr *g, int lo, int hi, const int *addr, double t, int solo)
+static void SIMD_SUFFIX(predict_slots)(gpuirr *g, int n, const int *slot, double t)
 {
     float *rec = g->rec;
-    const int *lists = g->lists;
-    const size_t lmax = (size_t)g->lmax;
-    const size_t list_lines = (lmax * sizeof(int) + 63) / 64 < 8 ? (lmax * sizeof(int) + 63) / 64 : 8;
-    due_set d[2];
-    long long count = 0;
-    /* Whether list n fits the buffer with its particle. */
-#define LIST_OF(n) (lists + (size_t)(addr[n] - 1) * lmax)
-#define FITS(n) (LIST_OF(n)[0] < CAND_MAX)
-    if (lo < hi && FITS(lo))
-        find_due(g, rec, addr[lo] - 1, LIST_OF(lo) + 1, LIST_OF(lo)[0], &d[lo & 1]);
-    for (int n = lo; n < hi; n++) {
-        if (n + 2 < hi) /* its lines (at most 8: the rest follow in sequence) */
-            for (size_t k = 0; k < list_lines; k++)
-                prefetch_line_rw((const char *)LIST_OF(n + 2) + 64 * k, 0);
-        if (n + 1 < hi && FITS(n + 1))
-            find_due(g, rec, addr[n + 1] - 1, LIST_OF(n + 1) + 1, LIST_OF(n + 1)[0], &d[(n + 1) & 1]);
-        if (FITS(n)) {
-            count += take_and_predict(g, rec, &d[n & 1], t, solo);
-            continue;
-        }
-        const int *col = LIST_OF(n);
-        for (int first = 0; first < col[0]; first += CAND_MAX - 1) {
-            const int m = col[0] - first < CAND_MAX - 1 ? col[0] - first : CAND_MAX - 1;
-            due_set *big = &d[n & 1];
-            find_due(g, rec, addr[n] - 1, col + 1 + first, m, big);
-            count += take_and_predict(g, rec, big, t, solo);
-        }
-    }
-#undef FITS
-#undef LIST_OF
-    return count;
-}
-
-static inline int team_size(void)
-{
-#ifdef _OPENMP
-    return omp_get_num_threads();
-#else
-    return 1;
-#endif
-}
-
-static inline int team_thread(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
+#pragma omp parallel for schedule(static) if (n >= 4096)
+    for (int k = 0; k < n; k++)
+        predict_slot(g, rec, slot[k], t);
 }
 
 /* ---- irregular force -------------------------------------------------------- */
@@ -372,34 +251,12 @@ static inline int stream_peek(const chunk_stream *cs, int n, int ahead)
     return cs->begin[1] + k < cs->end[1] ? cs->begin[1] + k : -1;
 }
 
-/* Phase 1: the slots this call reads that are due, predicted by the thread
- * that claims each (gpuirr_claim); or, where the call reads (each i and its
- * members, repeats counted) as many slots as the due range holds, the whole
- * range in order first (streamed, cheaper than that many random claims;
- * also in a PRED_ACT epoch, which may predict a superset), then in a
- * PRED_ACT epoch the claims of what lies outside the range.  (A quarter of
- * the range was too early: Plummer run at N = 8k, records in cache, GPUIRR
- * 0.47 s against 0.29 s.)  The barrier that ends phase 1 orders those
- * writes before phase 2 reads them.  Phase 2: the sums. */
-static double SIMD_SUFFIX(force)(gpuirr *g, int ni, const int *addr, double (*acc)[3],
-                                 double (*jrk)[3], long long *predicted)
+static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
+                                 double (*jrk)[3])
 {
     const float *rec = g->rec;
-    const double t = g->pred_time;
-    const int range_len = g->lazy_last - g->lazy_first + 1;
-    long long count = 0;
     const int *lists = g->lists;
     const size_t lmax = (size_t)g->lmax;
-    int bulk = 0;
-    /* The reads, counted as far as the choice needs (a serial pass over list
-     * heads that miss: skipped where even full lists could not reach it). */
-    if (range_len > 0 && (double)ni * (double)lmax >= range_len) {
-        const double enough = range_len;
-        double reads = 0.0;
-        for (int n = 0; n < ni && reads < enough; n++)
-            reads += 1 + lists[(size_t)(addr[n] - 1) * lmax];
-        bulk = reads >= enough;
-    }
     /* Chunks of about 1/8 of a thread's share (2..32 particles): small blocks
      * still spread over every thread, large ones do not queue on the shared
      * counter.  A block of a few particles costs less than waking the team. */
@@ -407,28 +264,8 @@ static double SIMD_SUFFIX(force)(gpuirr *g, int ni, const int *addr, double (*ac
     chunk = chunk < 2 ? 2 : chunk > 32 ? 32 : chunk;
     int counter = 0;
     double pairs = 0.0;
-#pragma omp parallel if (ni >= GPUIRR_PARALLEL_MIN) reduction(+ : pairs, count)
+#pragma omp parallel if (ni >= 32) reduction(+ : pairs)
     {
-        if (bulk) {
-            /* Each slot belongs to one thread here: no compare-and-swap. */
-#pragma omp for schedule(static)
-            for (int s = g->lazy_first; s <= g->lazy_last; s++)
-                if (gpuirr_due(g, s) && gpuirr_take(g, s, 1))
-                    predict_slot(g, g->rec, s, t), count++;
-            if (g->lazy_any) {
-                const int team = team_size(), me = team_thread();
-                const int lo = (int)((long long)ni * me / team), hi = (int)((long long)ni * (me + 1) / team);
-                count += predict_phase(g, lo, hi, addr, t, team == 1);
-#pragma omp barrier
-            }
-        } else {
-            /* Alone, a thread takes slots without compare-and-swap.  Equal
-             * shares of the particles: lists are of similar lengths. */
-            const int team = team_size(), me = team_thread();
-            const int lo = (int)((long long)ni * me / team), hi = (int)((long long)ni * (me + 1) / team);
-            count += predict_phase(g, lo, hi, addr, t, team == 1);
-#pragma omp barrier
-        }
         chunk_stream cs = {&counter, ni, chunk, {0, 0}, {0, 0}};
         take_chunk(&cs, 0);
         take_chunk(&cs, 1);
@@ -469,12 +306,12 @@ static double SIMD_SUFFIX(force)(gpuirr *g, int ni, const int *addr, double (*ac
                 take_chunk(&cs, 1);
         }
     }
-    *predicted = count;
     return pairs;
 }
 
 const gpuirr_kernel SIMD_SUFFIX(gpuirr_kernel) = {
     .name = SIMD_LEVEL_NAME,
-    .predict_due = SIMD_SUFFIX(predict_due),
+    .predict_range = SIMD_SUFFIX(predict_range),
+    .predict_slots = SIMD_SUFFIX(predict_slots),
     .force = SIMD_SUFFIX(force),
 };

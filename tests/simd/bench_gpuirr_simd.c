@@ -1,6 +1,6 @@
 /* bench_gpuirr_simd.c -- speed of the GPUIRR kernels: FIRR_VEC (gpuirr_force)
- * in neighbour interactions per second, and PRED_ALL (gpuirr_predict_all, with
- * the FIRR_VEC that predicts lazily) of 128k particles, per SIMD level and OpenMP thread count.
+ * in neighbour interactions per second, and PRED_ALL (gpuirr_predict_all)
+ * of 128k particles, per SIMD level and OpenMP thread count.
  *
  *   bench_gpuirr_simd [-q] [-s] [-n N] [-l level] [threads ...]
  *                                        (default: every level; threads 1 and all)
@@ -24,7 +24,7 @@ static gpuirr *setup(int level, int n, int with_lists)
 {
     gpuirr *g;
     setenv("NB6ACCEL_SIMD", level_name[level], 1);
-    if (gpuirr_open(&g, n, with_lists ? LMAX : 1) != GPUIRR_OK) {
+    if (gpuirr_open(&g, n, LMAX) != GPUIRR_OK) {
         printf("gpuirr_open: %s\n", gpuirr_last_error());
         exit(1);
     }
@@ -104,36 +104,18 @@ static void bench_force(int level, int n, const int *threads, int nthreads)
     gpuirr_close(g);
 }
 
-/* Prediction is lazy (PRED_ALL only starts an epoch; the force call predicts
- * what it reads): PRED_ALL + FIRR_VEC of every particle with empty lists
- * (lmax 1, so that the lists take no memory) measures the streamed
- * prediction of the whole range. */
 static void bench_predict(int level, const int *threads, int nthreads)
 {
     gpuirr *g = setup(level, NPRED, 0);
-    int *addr = malloc(sizeof(int) * NPRED);
-    double (*acc)[3] = malloc(sizeof *acc * NPRED), (*jrk)[3] = malloc(sizeof *jrk * NPRED);
-    for (int s = 1; s <= NPRED; s++) {
-        gpuirr_set_list(g, s, 0, NULL);
-        addr[s - 1] = s;
-    }
     for (int t = 0; t < nthreads; t++) {
-        double best, again, time = 0.0;
+        double best, time = 0.0;
         set_threads(threads[t]);
-        BEST_TIME(best, (gpuirr_predict_all(g, 1, NPRED, time += 1e-3),
-                         gpuirr_force(g, NPRED, addr, acc, jrk)));
-        /* The same call with nothing due: the sums part, subtracted. */
-        BEST_TIME(again, gpuirr_force(g, NPRED, addr, acc, jrk));
-        best -= again;
-        printf("PRED_ALL  %-6s threads %3d  N %8d  %8.4f ms  %.1f GB/s of records moved "
-               "(in FIRR_VEC: the prediction is lazy)\n",
+        BEST_TIME(best, gpuirr_predict_all(g, 1, NPRED, time += 1e-3));
+        printf("PRED_ALL  %-6s threads %3d  N %8d  %8.4f ms  %.1f GB/s of records moved\n",
                level_name[level], threads[t], NPRED, best * 1e3,
-               NPRED * (16 * 8.0 + 64.0) / best * 1e-9);
+               NPRED * (14 * 8.0 + 64.0) / best * 1e-9);
         fflush(stdout);
     }
-    free(addr);
-    free(acc);
-    free(jrk);
     gpuirr_close(g);
 }
 

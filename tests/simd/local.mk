@@ -8,11 +8,6 @@ tests_simd_test_gpuirr_simd_SOURCES = tests/simd/test_gpuirr_simd.c tests/simd/s
 tests_simd_test_gpuirr_simd_LDADD = libgpuirr.la
 TESTS += tests/simd/test_gpuirr_simd
 
-check_PROGRAMS += tests/simd/test_gpuirr_lazy
-tests_simd_test_gpuirr_lazy_SOURCES = tests/simd/test_gpuirr_lazy.c tests/simd/simd_testutil.h
-tests_simd_test_gpuirr_lazy_LDADD = libgpuirr.la
-TESTS += tests/simd/test_gpuirr_lazy
-
 check_PROGRAMS += tests/simd/test_gpunb_simd
 tests_simd_test_gpunb_simd_SOURCES = tests/simd/test_gpunb_simd.c tests/simd/simd_testutil.h
 tests_simd_test_gpunb_simd_LDADD = libgpunb.la
@@ -22,7 +17,9 @@ TESTS += tests/simd/test_gpunb_simd
 check_PROGRAMS += tests/simd/bench_gpuirr_simd tests/simd/bench_gpunb_simd tests/simd/bench_gpuirr_blocks
 tests_simd_bench_gpuirr_simd_SOURCES = tests/simd/bench_gpuirr_simd.c tests/simd/simd_testutil.h
 tests_simd_bench_gpuirr_simd_LDADD = libgpuirr.la
-tests_simd_bench_gpuirr_blocks_SOURCES = tests/simd/bench_gpuirr_blocks.c tests/simd/simd_testutil.h
-tests_simd_bench_gpuirr_blocks_LDADD = libgpuirr.la
 tests_simd_bench_gpunb_simd_SOURCES = tests/simd/bench_gpunb_simd.c tests/simd/simd_testutil.h
 tests_simd_bench_gpunb_simd_LDADD = libgpunb.la
+
+# GPUIRR as NBODY6 drives it, block by block (few actives per block).
+tests_simd_bench_gpuirr_blocks_SOURCES = tests/simd/bench_gpuirr_blocks.c tests/simd/simd_testutil.h
+tests_simd_bench_gpuirr_blocks_LDADD = libgpuirr.la

@@ -33,8 +33,8 @@ step "bootstrap + configure --without-cuda + make"
 blog="$OUT/build.log"
 # Only the libraries and the programs of tests/simd/: a file elsewhere that
 # is being edited must not stop this run.
-progs="tests/simd/test_gpuirr_simd tests/simd/test_gpuirr_lazy tests/simd/test_gpunb_simd
-       tests/simd/bench_gpuirr_simd tests/simd/bench_gpuirr_blocks tests/simd/bench_gpunb_simd"
+progs="tests/simd/test_gpuirr_simd tests/simd/test_gpunb_simd tests/simd/bench_gpuirr_simd
+       tests/simd/bench_gpunb_simd"
 if command -v libtoolize >/dev/null 2>&1 || [ ! -x "$src/configure" ]; then
     boot=./bootstrap
 else # carried files: make them newer than their sources so make keeps them
@@ -48,7 +48,7 @@ grep -A8 "will build" "$blog"
 
 step "SIMD tests"
 check_rc=0
-for t in test_gpuirr_simd test_gpuirr_lazy test_gpunb_simd; do
+for t in test_gpuirr_simd test_gpunb_simd; do
     "$build/tests/simd/$t" > "$OUT/$t.log" 2>&1
     rc=$?
     echo "$t: exit $rc ($( [ $rc = 0 ] && echo pass || echo FAIL))"
@@ -64,8 +64,6 @@ level=${LEVEL:-avx512}
 echo "# threads bound to cores (OMP_PROC_BIND=close OMP_PLACES=cores)" >> "$OUT/bench_gpuirr.log"
 OMP_PROC_BIND=close OMP_PLACES=cores "$build/tests/simd/bench_gpuirr_simd" -q -l "$level" $threads 2>&1 |
     grep -E "^(FIRR|PRED)" | sed 's/$/  [bound]/' >> "$OUT/bench_gpuirr.log"
-# NBODY6's block pattern: PRED_ALL or PRED_ACT, then FIRR_VEC, per block.
-"$build/tests/simd/bench_gpuirr_blocks" -l "$level" $threads 2>&1 | grep -E "^blocks" >> "$OUT/bench_gpuirr.log"
 : > "$OUT/bench_gpunb.log"
 [ "${BENCH_GPUNB:-0}" = 1 ] && "$build/tests/simd/bench_gpunb_simd" $threads > "$OUT/bench_gpunb.log" 2>&1
 cat "$OUT/bench_gpuirr.log" "$OUT/bench_gpunb.log"
