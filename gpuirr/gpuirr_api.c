@@ -183,11 +183,15 @@ int gpuirr_set_list(gpuirr *g, int addr, int n, const int *members)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_set_list: members is NULL for particle %d", addr);
     for (int e = 0; e < n; e++) {
         int j = members[e];
-        if (j < 1 || j > g->nmax || j == addr)
+        if (j == addr)
             return gpuirr_fail(GPUIRR_EUSAGE,
-                               "gpuirr_set_list: member %d of particle %d's list is %d, %s",
-                               e + 1, addr, j,
-                               j == addr ? "the particle itself" : "outside 1..nmax");
+                               "gpuirr_set_list: member %d of particle %d's list is %d, the particle itself",
+                               e + 1, addr, j);
+        if (j < 1 || j > g->nmax)
+            return gpuirr_fail(GPUIRR_EUSAGE,
+                               "gpuirr_set_list: member %d of particle %d's list is %d, outside 1..%d "
+                               "(the capacity given to gpuirr_open)",
+                               e + 1, addr, j, g->nmax);
     }
     int *col = g->lists + (size_t)(addr - 1) * (size_t)g->lmax;
     col[0] = n;

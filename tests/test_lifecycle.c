@@ -112,6 +112,59 @@ static void seq_list_too_long(void *arg)
     NB6_F_GPUIRR_SET_LIST(&a, list);
 }
 
+static void seq_negative_mass(void *arg)
+{
+    int cap = c.n, n = c.n;
+    (void)arg;
+    c.m[12] = -0.5;
+    NB6_F_GPUNB_OPEN(&cap);
+    NB6_F_GPUNB_SEND(&n, c.m, c.x, c.v);
+}
+
+static void seq_nan_velocity_set_jp(void *arg)
+{
+    int nmax = 100, lmax = 20, a = 42;
+    double x[3] = {1, 2, 3}, v[3] = {0, 0, INFINITY}, z[3] = {0, 0, 0}, m = 0.01, t = 0.0;
+    (void)arg;
+    NB6_F_GPUIRR_OPEN(&nmax, &lmax);
+    NB6_F_GPUIRR_SET_JP(&a, x, v, z, z, &m, &t);
+}
+
+static void seq_list_member_out_of_range(void *arg)
+{
+    int nmax = 100, lmax = 20, a = 7, list[4] = {3, 2, 9, 101};
+    (void)arg;
+    NB6_F_GPUIRR_OPEN(&nmax, &lmax);
+    NB6_F_GPUIRR_SET_LIST(&a, list);
+}
+
+static void seq_pred_all_beyond_capacity(void *arg)
+{
+    int nmax = 100, lmax = 20, js = 1, je = 150;
+    double t = 0.0;
+    (void)arg;
+    NB6_F_GPUIRR_OPEN(&nmax, &lmax);
+    NB6_F_GPUIRR_PRED_ALL(&js, &je, &t);
+}
+
+static void seq_firr_before_open(void *arg)
+{
+    int ni = 1, addr = 1;
+    double acc[3], jrk[3];
+    (void)arg;
+    NB6_F_GPUIRR_FIRR_VEC(&ni, &addr, &acc, &jrk);
+}
+
+static void seq_nan_h2(void *arg)
+{
+    int cap = c.n, n = c.n, ni = 1, lmax = 8, nbmax = 7, list[8];
+    double h2 = NAN, dtr = 0.0, acc[3], jrk[3], pot;
+    (void)arg;
+    NB6_F_GPUNB_OPEN(&cap);
+    NB6_F_GPUNB_SEND(&n, c.m, c.x, c.v);
+    NB6_F_GPUNB_REGF(&ni, &h2, &dtr, &c.x[0], &c.v[0], &acc, &jrk, &pot, &lmax, &nbmax, list);
+}
+
 static void seq_gpupot_any_state(void *arg)
 {
     int n = c.n, cap = c.n;
@@ -155,6 +208,13 @@ int main(void)
     expect(seq_nan_position, 2, "x[77][1] = nan", "NaN position in SEND");
     expect(seq_list_contains_self, 2, "the particle itself", "list member equal to the particle");
     expect(seq_list_too_long, 2, "list length 5 of particle 7 is outside 0..3", "list longer than LMAX-1");
+    expect(seq_negative_mass, 2, "m[12] = -0.5 is negative", "negative mass in SEND");
+    expect(seq_nan_velocity_set_jp, 2, "v0[2] = inf of particle 42", "Inf velocity in SET_JP");
+    expect(seq_list_member_out_of_range, 2, "member 3 of particle 7's list is 101, outside 1..100",
+           "list member beyond capacity");
+    expect(seq_pred_all_beyond_capacity, 2, "last = 150 is outside 1..100", "PRED_ALL beyond capacity");
+    expect(seq_firr_before_open, 2, "GPUIRR_FIRR_VEC called before GPUIRR_OPEN", "FIRR_VEC before OPEN");
+    expect(seq_nan_h2, 2, "h2[0] = nan", "NaN neighbour radius in REGF");
     expect(seq_gpupot_any_state, 0, NULL, "GPUPOT with GPUNB closed and open");
     tl_cluster_free(&c);
     return tl_finish("test_lifecycle");

@@ -80,7 +80,7 @@ int main(void)
     TL_CHECK(gpuirr_open(&g, 50, 10) == GPUIRR_OK, "gpuirr_open: %s", gpuirr_last_error());
     printf("GPUIRR kernel: %s\n", gpuirr_kernel_name(g));
     expect_status(gpuirr_set_list(g, 3, 2, (int[]){4, 51}), GPUIRR_EUSAGE, gpuirr_last_error(),
-                  "is 51, outside 1..nmax", "list member beyond capacity");
+                  "is 51, outside 1..50", "list member beyond capacity");
     expect_status(gpuirr_predict_all(g, 1, 51, 0.0), GPUIRR_EUSAGE, gpuirr_last_error(),
                   "last = 51 is outside 1..50", "predict_all beyond capacity");
     double z[3] = {0, 0, 0}, bad[3] = {0, NAN, 0};
