@@ -2,7 +2,7 @@
 # instruction set that configure found (HAVE_SIMD_<LEVEL>), each with that
 # set's flags, as a convenience library linked into libgpuirr.  The
 # dispatcher (gpuirr/gpuirr_dispatch.c) is compiled without those flags.
-EXTRA_DIST += gpuirr/simd/nb6_simd_cpu.h gpuirr/simd/nb6_simd_select.h \
+EXTRA_DIST += gpuirr/simd/nb6_simd_cpu.h gpuirr/simd/nb6_simd_select.h gpuirr/simd/nb6_simd_avx_common.h \
 	gpuirr/simd/nb6_simd_generic.h gpuirr/simd/nb6_simd_sse2.h gpuirr/simd/nb6_simd_avx.h \
 	gpuirr/simd/nb6_simd_avx2.h gpuirr/simd/nb6_simd_avx512.h
 NB6_SIMD_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gpuirr/simd
