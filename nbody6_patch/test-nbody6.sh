@@ -8,6 +8,13 @@
 # back-ends); the limit 2E-05 leaves room for single-precision back-ends and
 # still catches what breaks the contract (a neighbour criterion without the
 # mass factor drives E from -0.25 to +18; wrong jerk scaling gives ~1E-3).
+#
+# Second case: the same run with `build-nbody6 --resident' (NBODY6's loop
+# patched to use GPUNB_SET_JP / GPUNB_PREDICT / GPUNB_REGF_START / _FINISH;
+# on the CPU back-end the resident j-set is emulated on the host).  Bound
+# |DE| <= 1E-05, and its total step count (NSTEPI at T = 2) within 1 % of the
+# first case's: the resident j-set must give the regular forces of the
+# original path (on the CPU back-end the two runs are in fact identical).
 set -eu
 
 if [ -z "${NBODY6_DIR:-}" ]; then
@@ -19,6 +26,7 @@ if [ ! -f "$NBODY6_DIR/GPU2/Makefile.build" ]; then
     exit 1
 fi
 max_de=2e-5
+max_de_resident=1e-5
 
 here=${srcdir:-$(dirname "$0")/..}/nbody6_patch
 here=$(cd "$here" && pwd)
@@ -49,3 +57,29 @@ if [ -z "$de" ]; then
 fi
 backend=$(sed -n 's/.*GPUNB back-end \([^,]*\).*/\1/p' "$work/run/stderr.log" | tail -n 1)
 echo "PASS: N = 1024 to T = 2: DE = $de (|DE| <= $max_de), GPUNB back-end ${backend:-?}"
+
+# ---- second case: --resident -------------------------------------------------
+# NSTEPI (irregular steps) and NSTEPR (regular) of the T = 2 line of a run.
+steps() { sed -n 's/^nsteps_line=.*NSTEPS = *\([0-9]*\) *[0-9]* *\([0-9]*\).*/\1 \2/p' "$1/summary"; }
+if ! "$here/build-nbody6" --nbody6 "$NBODY6_DIR" --builddir "$builddir" --out "$work/build-resident" \
+        --nmax 4010 --lmax 200 --resident; then
+    echo "FAIL: build-nbody6 --resident failed (log: $work/build-resident/build.log)"
+    exit 1
+fi
+if ! NB6ACCEL_GPUNB=cpu "$here/run-plummer" --n 1024 --tcrit 2 --binary "$work/build-resident/bin/nbody6" \
+        --dir "$work/run-resident" --max-de "$max_de_resident"; then
+    echo "FAIL: the resident 1k run failed or its energy error is above $max_de_resident (see $work/run-resident)"
+    exit 1
+fi
+de_r=$(sed -n 's/^de_2=//p' "$work/run-resident/summary")
+set -- $(steps "$work/run") $(steps "$work/run-resident")
+if [ -z "$de_r" ] || [ $# -ne 4 ]; then
+    echo "FAIL: the resident run did not reach the ADJUST at T = 2 (see $work/run-resident/stdout.log)"
+    exit 1
+fi
+echo "test-nbody6: steps to T = 2 (irregular, regular): original $1 $2, resident $3 $4"
+if ! awk -v a="$1" -v b="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * a) }'; then
+    echo "FAIL: the resident build took $3 irregular steps against $1 of the original (more than 1 % apart)"
+    exit 1
+fi
+echo "PASS: resident N = 1024 to T = 2: DE = $de_r (|DE| <= $max_de_resident), steps within 1 % of the original's"
