@@ -44,6 +44,26 @@ NB6_INTERNAL NB6_NORETURN void nb6_legacy_stop(const char *message);
 NB6_INTERNAL void nb6_legacy_require_open(const void *handle, const char *routine,
                                           const char *opener, const char *closer);
 
+/* x as two floats, hi = (float)x and lo = (float)(x - hi), together good to
+ * about 48 bits.  hi passes through an empty asm statement so that the
+ * compiler cannot see that it came from x: GCC 12.2's SLP vectorizer at -O3
+ * folds (double)(float)x back to x and so makes lo = 0 (positions then lose
+ * everything below a float ulp; caught by test_gpuirr built with -O3). */
+static inline void nb6_split(double x, float *hi, float *lo)
+{
+    float h = (float)x;
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__) && (defined(__x86_64__) || defined(__i386__)) && defined(__SSE__)
+    __asm__("" : "+x"(h));
+#elif defined(__GNUC__) && !defined(__CUDA_ARCH__) && defined(__aarch64__)
+    __asm__("" : "+w"(h));
+#else
+    volatile float opaque = h;
+    h = opaque;
+#endif
+    *hi = h;
+    *lo = (float)(x - (double)h);
+}
+
 /* Allocation aligned to 64 bytes, zeroed; NULL on failure.  Free with nb6_free. */
 NB6_INTERNAL void *nb6_alloc(size_t bytes);
 NB6_INTERNAL void nb6_free(void *p);

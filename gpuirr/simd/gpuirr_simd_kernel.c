@@ -30,9 +30,7 @@ static inline void predict_slot(const gpuirr *restrict g, float *restrict rec, i
         double a2 = g->f_half[s][k], j6 = g->fdot_sixth[s][k];
         double x = g->x0[s][k] + dt * (g->v0[s][k] + dt * (a2 + dt * j6));
         double v = g->v0[s][k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
-        float hi = (float)x;
-        r[GPUIRR_REC_XHI + k] = hi;
-        r[GPUIRR_REC_XLO + k] = (float)(x - (double)hi);
+        nb6_split(x, &r[GPUIRR_REC_XHI + k], &r[GPUIRR_REC_XLO + k]);
         r[GPUIRR_REC_V + k] = (float)v;
     }
     r[GPUIRR_REC_MASS] = (float)g->mass[s];
@@ -252,7 +250,7 @@ static inline int stream_peek(const chunk_stream *cs, int n, int ahead)
 }
 
 static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
-                                 double (*jrk)[3])
+                                 double (*jrk)[3], gpuirr_team *team)
 {
     const float *rec = g->rec;
     const int *lists = g->lists;
@@ -264,8 +262,12 @@ static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, doubl
     chunk = chunk < 2 ? 2 : chunk > 32 ? 32 : chunk;
     int counter = 0;
     double pairs = 0.0;
-#pragma omp parallel if (ni >= 32) reduction(+ : pairs)
+    const double t_call = nb6_clock();
+    double lag = 0.0, busy = 0.0;
+    int threads = 0;
+#pragma omp parallel if (ni >= 32) reduction(+ : pairs, busy, threads) reduction(max : lag)
     {
+        const double t_start = nb6_clock();
         chunk_stream cs = {&counter, ni, chunk, {0, 0}, {0, 0}};
         take_chunk(&cs, 0);
         take_chunk(&cs, 1);
@@ -305,7 +307,11 @@ static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, doubl
             if (cs.begin[0] < cs.end[0])
                 take_chunk(&cs, 1);
         }
+        lag = t_start - t_call;
+        busy = nb6_clock() - t_start;
+        threads = 1;
     }
+    *team = (gpuirr_team){lag, busy, threads};
     return pairs;
 }
 

@@ -388,11 +388,7 @@ static void choose_origin(cuda_state *s, int nj, const double *m, const double (
 }
 
 /* A coordinate relative to the origin as hi + lo floats. */
-static void split(double r, float *hi, float *lo)
-{
-    *hi = (float)r;
-    *lo = (float)(r - (double)*hi);
-}
+static void split(double r, float *hi, float *lo) { nb6_split(r, hi, lo); }
 
 /* The j-set split over the GPUs in contiguous whole tiles. */
 static void split_jset(cuda_state *s, int nj)

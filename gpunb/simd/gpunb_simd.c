@@ -125,9 +125,11 @@ static int simd_send(void *state, int nj, const double *m, const double (*x)[3],
     for (int j = 0; j < njpad; j++) {
         int real = j < nj;
         for (int k = 0; k < 3; k++) {
-            float hi = real ? (float)x[j][k] : 0.0f;
+            float hi = 0.0f, lo = 0.0f;
+            if (real)
+                nb6_split(x[j][k], &hi, &lo);
             js->xhi[k][j] = hi;
-            js->xlo[k][j] = real ? (float)(x[j][k] - (double)hi) : 0.0f;
+            js->xlo[k][j] = lo;
             js->v[k][j] = real ? (float)v[j][k] : 0.0f;
         }
         js->m[j] = real ? (float)m[j] : 0.0f;

@@ -26,10 +26,8 @@ static void regf_one(const gpunb_simd_jset *restrict js, double h2, double dtr,
                      double *pot, int limit, int *restrict col)
 {
     float hi[3], lo[3];
-    for (int k = 0; k < 3; k++) {
-        hi[k] = (float)xi[k];
-        lo[k] = (float)(xi[k] - (double)hi[k]);
-    }
+    for (int k = 0; k < 3; k++)
+        nb6_split(xi[k], &hi[k], &lo[k]);
     const simd_f xih = simd_set1(hi[0]), yih = simd_set1(hi[1]), zih = simd_set1(hi[2]);
     const simd_f xil = simd_set1(lo[0]), yil = simd_set1(lo[1]), zil = simd_set1(lo[2]);
     const simd_f vix = simd_set1((float)vi[0]), viy = simd_set1((float)vi[1]),
