@@ -99,6 +99,13 @@ void NB6_F_GPUIRR_CLOSE(void)
                 1e6 * st.time_force / (double)st.force_calls);
     if (st.particles_forced > 0)
         fprintf(stderr, "<#NB>      : %f\n", st.interactions / (double)st.particles_forced);
+    /* Where a call's time goes besides summing: the team's start-up, and
+     * threads that are slow (e.g. sharing a CPU) show as a low busy share. */
+    if (st.force_calls > 0 && st.time_force_thread_held > 0.0)
+        fprintf(stderr, "team grav  : %.1f threads, last one starts %.1f usec into a call, busy %.0f %% of threads x time\n",
+                (double)st.force_team_threads / (double)st.force_calls,
+                1e6 * st.time_force_start_lag / (double)st.force_calls,
+                100.0 * st.time_force_thread_busy / st.time_force_thread_held);
     gpuirr_close(default_handle);
     default_handle = NULL;
 }

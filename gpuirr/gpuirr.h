@@ -43,6 +43,15 @@ typedef struct gpuirr_stats {
     long long particles_forced; /* i-particles evaluated                      */
     long long particles_predicted;
     long long force_calls;
+    /* How gpuirr_force's thread team spent the calls, to tell slow work from
+     * slow threads (a team that wakes late, threads sharing CPUs): summed
+     * over calls, the delay until the team's last thread started, the
+     * thread-seconds of work, the thread-seconds the teams were held for
+     * (team size x call time), and the team sizes. */
+    double time_force_start_lag;
+    double time_force_thread_busy;
+    double time_force_thread_held;
+    long long force_team_threads;
 } gpuirr_stats;
 
 /* Message of the last failed call in this thread ("" if none). */

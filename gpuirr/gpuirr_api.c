@@ -281,10 +281,16 @@ int gpuirr_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*
         for (int n = 0; n < ni; n++)
             if ((st = check_addr(g, "gpuirr_force", "addr[n]", addr[n])))
                 return st;
-    double interactions = g->kernel->force(g, ni, addr, acc, jrk);
+    gpuirr_team team = {0.0, 0.0, 0};
+    double interactions = g->kernel->force(g, ni, addr, acc, jrk, &team);
     g->stats.force_calls++;
+    g->stats.time_force_start_lag += team.start_lag;
+    g->stats.time_force_thread_busy += team.busy;
+    g->stats.force_team_threads += team.threads;
     g->stats.particles_forced += ni;
     g->stats.interactions += interactions;
-    g->stats.time_force += nb6_clock() - t0;
+    const double call = nb6_clock() - t0;
+    g->stats.time_force += call;
+    g->stats.time_force_thread_held += team.threads * call;
     return GPUIRR_OK;
 }

@@ -40,6 +40,13 @@ struct gpuirr {
     gpuirr_stats stats;
 };
 
+/* How one force call's thread team ran (gpuirr_stats sums these). */
+typedef struct gpuirr_team {
+    double start_lag; /* s from the call until its last thread started */
+    double busy;      /* thread-seconds inside the parallel region     */
+    int threads;
+} gpuirr_team;
+
 typedef struct gpuirr_kernel {
     const char *name;
     /* Predict slots s = first..last (0-based, inclusive) to t. */
@@ -49,8 +56,9 @@ typedef struct gpuirr_kernel {
     /* Irregular force as gpuirr_force documents; addr already checked.
      * Returns the number of pairs summed (the sum of the list lengths),
      * counted inside the parallel loop: a serial pass over the lists before
-     * it costs ~10 % of a 16-thread call. */
-    double (*force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*jrk)[3]);
+     * it costs ~10 % of a 16-thread call.  Fills *team. */
+    double (*force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*jrk)[3],
+                    struct gpuirr_team *team);
 } gpuirr_kernel;
 
 enum {

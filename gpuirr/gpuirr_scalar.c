@@ -31,10 +31,16 @@ static void scalar_predict_slots(gpuirr *g, int n, const int *slot, double t)
 }
 
 static double scalar_force(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
-                           double (*jrk)[3])
+                           double (*jrk)[3], gpuirr_team *team)
 {
     double pairs = 0.0;
-#pragma omp parallel for schedule(guided) reduction(+ : pairs)
+    const double t_call = nb6_clock();
+    double lag = 0.0, busy = 0.0;
+    int threads = 0;
+#pragma omp parallel reduction(+ : pairs, busy, threads) reduction(max : lag)
+    {
+    const double t_start = nb6_clock();
+#pragma omp for schedule(guided) nowait
     for (int n = 0; n < ni; n++) {
         int i = addr[n] - 1;
         const int *members = g->lists + (size_t)i * (size_t)g->lmax;
@@ -63,6 +69,11 @@ static double scalar_force(const gpuirr *g, int ni, const int *addr, double (*ac
             jrk[n][k] = jk[k];
         }
     }
+    lag = t_start - t_call;
+    busy = nb6_clock() - t_start;
+    threads = 1;
+    }
+    *team = (gpuirr_team){lag, busy, threads};
     return pairs;
 }
 
