@@ -29,6 +29,26 @@ static double team_time(int threads, long n, volatile double *sink)
     return omp_get_wtime() - t0;
 }
 
+/* Mean delay, over reps regions, from opening a parallel region to the
+ * start of its last thread, when the master has worked alone for gap_s
+ * before each (NBODY6's serial Fortran between two parallel regions).
+ * Idle libgomp threads spin for a while and then sleep; waking a sleeping
+ * thread on a virtual machine can cost far more than on bare metal. */
+static double wake_delay(double gap_s, int reps)
+{
+    double sum = 0.0;
+    for (int r = 0; r < reps; r++) {
+        double until = omp_get_wtime() + gap_s, lag = 0.0;
+        while (omp_get_wtime() < until)
+            ;
+        double t0 = omp_get_wtime();
+#pragma omp parallel reduction(max : lag)
+        lag = omp_get_wtime() - t0;
+        sum += lag;
+    }
+    return sum / reps;
+}
+
 int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : omp_get_num_procs();
@@ -44,5 +64,13 @@ int main(int argc, char **argv)
     printf("omp-scaling-check: %d CPUs online; same work per thread: 1 thread %.3f s, %d threads %.3f s;"
            " %.1f CPUs' worth (ideal %d)\n",
            omp_get_num_procs(), t1, threads, tn, threads * t1 / tn, threads);
+    if (argc > 2) { /* second argument: also the start-up delay of a team after a serial gap */
+        omp_set_num_threads(threads);
+        printf("omp-scaling-check: last of %d threads starts, after a serial gap of", threads);
+        const double gaps[] = {0.0, 1e-4, 1e-3, 1e-2, 5e-2};
+        for (int k = 0; k < 5; k++)
+            printf(" %g ms: %.1f us%s", 1e3 * gaps[k], 1e6 * wake_delay(gaps[k], k < 3 ? 200 : 20),
+                   k < 4 ? ";" : "\n");
+    }
     return 0;
 }

@@ -41,7 +41,10 @@ log "machine: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | 
 stat_steal() { awk '/^cpu / { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
 steal0=$(stat_steal)
 if gcc -O2 -fopenmp nbody6_patch/omp-scaling-check.c -o /tmp/omp-scaling-check 2> "$logs/omp-scaling-check.log"; then
-    log "$(/tmp/omp-scaling-check "$(nproc)")"
+    /tmp/omp-scaling-check "$(nproc)" wake > "$logs/omp-check.txt" 2>&1
+    while read -r line; do log "$line"; done < "$logs/omp-check.txt"
+    OMP_WAIT_POLICY=passive /tmp/omp-scaling-check "$(nproc)" wake 2>&1 | tail -n 1 | sed 's/^/passive: /' > "$logs/omp-check-passive.txt"
+    log "$(cat "$logs/omp-check-passive.txt")"
 fi
 log "nb6accel commit: ${NB6_COMMIT:-$(git log -1 --format='%h %s' 2>/dev/null || echo unknown)}"
 
@@ -72,6 +75,22 @@ fi
 cp "$nb/build.log" "$logs/nbody6-build.log"; cp "$nb/nbody6-edits.diff" "$logs/"
 log "NBODY6 built ($(tail -n 3 "$logs/build-nbody6.log" | head -n 1))"
 
+# CPU time each thread of process $1 got over $2 seconds (percent of one
+# CPU, busiest first) and their involuntary context switches: tells threads
+# that wait (low %) from threads that share CPUs (switches) from threads
+# that spin (100 % each).
+thread_cpu_share() {
+    local pid=$1 dt=$2 a b
+    snap() { for t in /proc/"$pid"/task/*; do
+                 echo "${t##*/} $(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null) $(sed -n 's/^nonvoluntary_ctxt_switches:[[:space:]]*//p' "$t/status" 2>/dev/null)"
+             done; }
+    a=$(snap); sleep "$dt"; b=$(snap)
+    join <(sort <<< "$a") <(sort <<< "$b") |
+        awk -v dt="$dt" -v hz="$(getconf CLK_TCK)" '{ print 100 * ($4 - $2) / hz / dt, $5 - $3 }' |
+        sort -rn | awk -v dt="$dt" '{ n++; tot += $1; sw += $2; list = list sprintf(" %.0f", $1) }
+            END { printf "%d threads, %.0f %% of a CPU in all, %d involuntary switches in %s s; per thread:%s", n, tot, sw, dt, list }'
+}
+
 # 3. Plummer timings: name N backend cap_s
 threads=16
 plummer() {
@@ -85,15 +104,12 @@ plummer() {
     # Which CPUs NBODY6's threads run on (seen: 16 threads no faster than 8,
     # CPU force at a third of one core's speed): three samples, 1 s apart.
     for k in 1 2 3 4 5 6 7 8 9 10; do
-        pid=$(pgrep -n -f "$nb/bin/nbody6") && break; sleep 0.5
+        pid=$(pgrep -n -x nbody6) && break; sleep 0.5
     done
     if [ -n "$pid" ]; then
-        sleep 2
-        for k in 1 2 3; do
-            cpus="$cpus [$(ps -L -o psr= -p "$pid" 2>/dev/null | sort -n | uniq -c | awk '{ printf "%s%sx%s", (NR > 1 ? " " : ""), $2, $1 }')]"
-            sleep 1
-        done
-        log "$name: threads of pid $pid on CPUs (cpu x threads):$cpus; allowed $(grep Cpus_allowed_list /proc/$pid/status 2>/dev/null | cut -f2)"
+        sleep 3
+        log "$name: $(thread_cpu_share "$pid" 2)"
+        log "$name: busiest processes: $(ps -eo pcpu=,comm= --sort=-pcpu 2>/dev/null | head -n 5 | awk '{ printf "%s %s%%; ", $2, $1 }')"
     fi
     wait "$job"
     rc=$?
@@ -140,11 +156,16 @@ done
 set_policy "${best:-default}"
 log "OpenMP for the timing runs: ${best:-default} ($threads threads, OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset} OMP_PROC_BIND=${OMP_PROC_BIND:-unset})"
 
-# RUNS: name:N:backend:cap_s ..., in order of importance (the budget may end
-# the list early).
+# RUNS: name:N:backend:cap_s[:tcrit[:threads]] ..., in order of importance
+# (the budget may end the list early); tcrit defaults to 4 (0: only the
+# initialisation, FPOLY0, whose library statistics are the first block of
+# stderr), threads to the policy's.
 for r in ${RUNS:-64k-gpu:65536:cuda:150 128k-gpu:131072:cuda:240 16k-cpu:16384:cpu:120}; do
-    IFS=: read -r name n backend cap <<< "$r"
-    plummer "$name" "$n" "$backend" "$cap"
+    IFS=: read -r name n backend cap tc th <<< "$r"
+    policy_threads=$threads
+    threads=${th:-$threads}
+    plummer "$name" "$n" "$backend" "$cap" "${tc:-4}"
+    threads=$policy_threads
 done
 
 # The same Fortran compiled for this CPU (-march=native instead of NBODY6's
