@@ -3,7 +3,7 @@
 # skips (exit 77).
 EXTRA_DIST += nbody6_patch/README.md nbody6_patch/RESULTS.md nbody6_patch/build-nbody6 nbody6_patch/run-plummer \
 	nbody6_patch/nbody6-gpu2.mk nbody6_patch/test-nbody6.sh nbody6_patch/run-on-device.sh \
-	nbody6_patch/omp-scaling-check.c
+	nbody6_patch/omp-scaling-check.c nbody6_patch/intgrt-resident.patch
 TESTS += nbody6_patch/test-nbody6.sh
 
 # The test's scratch build of NBODY6 (a directory: not for CLEANFILES).

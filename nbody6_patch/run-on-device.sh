@@ -28,11 +28,11 @@ left() { echo $(( budget - ($(date +%s) - t0) )); }
 log() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/summary.txt"; }
 
 [ -d .nbody6/GPU2 ] || { log "no .nbody6 NBODY6 tree in $root (carry it)"; exit 1; }
-if ! command -v gfortran >/dev/null 2>&1; then
-    # shellcheck disable=SC1091
-    source .devtools/device-fortran.sh setup .devtools > "$logs/devtools.log" 2>&1 ||
-        { log "gfortran setup failed (see devtools.log)"; exit 1; }
-fi
+# gfortran from .devtools, linking the shared libgomp (see tests/device-setup.sh).
+# shellcheck disable=SC1091
+. tests/device-setup.sh > "$logs/devtools.log" 2>&1
+command -v gfortran >/dev/null 2>&1 || { log "gfortran setup failed (see devtools.log)"; exit 1; }
+log "$(cat "$logs/devtools.log" | tail -n 1)"
 jobs=$(nproc)
 { nvidia-smi; lscpu; gfortran --version | head -n 1; nvcc --version | tail -n 2; } > "$logs/machine.txt" 2>&1
 log "machine: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1), $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -n 1)"

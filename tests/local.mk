@@ -15,7 +15,7 @@ tests_test_lifecycle_LDADD = $(TEST_LIBS)
 tests_test_concurrency_LDADD = $(TEST_LIBS) -lpthread
 tests_test_native_LDADD = $(TEST_LIBS)
 tests_test_resident_LDADD = $(TEST_LIBS) -lpthread
-EXTRA_DIST += tests/test_symbols.sh
+EXTRA_DIST += tests/test_symbols.sh tests/device-setup.sh
 # The legacy tests run on whatever the default back-end is; on a machine
 # without a GPU a CUDA build must be allowed to use the CPU for them.
 AM_TESTS_ENVIRONMENT = top_builddir=$(top_builddir); export top_builddir; \

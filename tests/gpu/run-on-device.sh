@@ -12,7 +12,7 @@
 #     only inside `make check`, memcheck and racecheck, the default settings' benchmark,
 #     the resident-path benchmark, ncu of the NI = 64 call)
 # With the device tool: run ./bootstrap here, then run the command
-#   source .devtools/device-fortran.sh setup .devtools; bash tests/gpu/run-on-device.sh
+#   bash tests/gpu/run-on-device.sh      (it sources tests/device-setup.sh)
 # carrying .devtools configure Makefile.in aclocal.m4 config.h.in build-aux m4.
 set -u
 MODE=${MODE:-full}
@@ -20,7 +20,7 @@ SRC=$(pwd)
 OUT=${OUT:-/tmp/gpunb-out}
 B=${BUILD:-/tmp/b-gpunb-cuda}
 mkdir -p "$OUT" "$B"
-[ -f .devtools/device-fortran.sh ] && . .devtools/device-fortran.sh setup .devtools >/dev/null 2>&1
+. tests/device-setup.sh >/dev/null 2>&1
 S=$OUT/summary.txt
 : >"$S"
 note() { echo "$*" | tee -a "$S"; }

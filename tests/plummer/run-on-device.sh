@@ -24,7 +24,7 @@ sizes=${PLUMMER_SIZES:-"65536 65536r 131072 131072r"}
 label=${PLUMMER_LABEL:-device}
 args=${PLUMMER_ARGS:-}
 cd "$src" || exit 1
-[ -f .devtools/device-fortran.sh ] && . .devtools/device-fortran.sh setup .devtools >/dev/null 2>&1
+. tests/device-setup.sh >/dev/null 2>&1
 start=$(date +%s)
 log=$out/plummer-device.log
 elapsed() { echo $(( $(date +%s) - start )); }

@@ -11,8 +11,8 @@
 #
 #   tests/simd/run-on-device.sh            (from the top of the source tree)
 #
-# On the device machine, run it after `source .devtools/device-fortran.sh
-# setup .devtools` (that machine has no gfortran of its own).  It has no
+# On the device machine, run it after `. tests/device-setup.sh` (that
+# machine has no gfortran of its own; see that file).  It has no
 # libtool either: run ./bootstrap here first and carry the generated build
 # system (configure Makefile.in aclocal.m4 config.h.in build-aux m4); this
 # script then skips ./bootstrap where libtoolize is missing.
