@@ -1,8 +1,16 @@
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sched_getcpu */
+#endif
 #include "config.h"
 #include "nb6_common.h"
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,4 +107,68 @@ void nb6_legacy_require_open(const void *handle, const char *routine, const char
         return;
     nb6_format(msg, "%s called before %s (or after %s)", routine, opener, closer);
     nb6_legacy_stop(msg);
+}
+
+int nb6_current_cpu(void)
+{
+#if defined(__linux__)
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+int nb6_thread_num(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+int nb6_team_size(void)
+{
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+/* One team runs a dynamically scheduled loop and counts the iterations it
+ * executed: with a working runtime that is exactly the trip count.  Seen on
+ * a machine whose gfortran found only libgomp.a: the program carried a
+ * static libgomp that started the team while the loop's scheduling calls
+ * went to the libgomp.so the library was linked with, so every thread ran
+ * every iteration (right results, 16 threads at the speed of one). */
+void nb6_check_openmp_runtime(const char *library)
+{
+#ifdef _OPENMP
+    static _Atomic int checked;
+    if (atomic_exchange(&checked, 1))
+        return;
+    enum { TRIPS = 4096 };
+    long executed = 0;
+    int team = 1;
+#pragma omp parallel reduction(+ : executed)
+    {
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int k = 0; k < TRIPS; k++)
+            executed++;
+#pragma omp master
+        team = omp_get_num_threads();
+    }
+    if (executed != TRIPS)
+        fprintf(stderr,
+                "nb6accel (%s): WARNING: OpenMP work-sharing is broken in this process: a loop of %d "
+                "iterations ran %ld times on a team of %d threads.  Two OpenMP runtimes are loaded, "
+                "typically because the program was linked with a static libgomp (libgomp.a, e.g. a "
+                "gfortran whose libgomp.so link is missing) while nb6accel uses the shared one.  "
+                "Results stay right, but parallel loops do every thread's work on every thread.  "
+                "Relink the program against the shared libgomp (check `ldd <program> | grep gomp`).\n",
+                library, (int)TRIPS, executed, team);
+#else
+    (void)library;
+#endif
 }

@@ -33,6 +33,17 @@ NB6_INTERNAL const char *nb6_getenv(const char *name);
 /* Number of OpenMP threads a parallel region will use (1 without OpenMP). */
 NB6_INTERNAL int nb6_max_threads(void);
 
+/* The CPU this thread runs on now (-1 where the system does not say), this
+ * thread's number in its OpenMP team and the team's size (0 and 1 without
+ * OpenMP): for diagnostics. */
+NB6_INTERNAL int nb6_current_cpu(void);
+NB6_INTERNAL int nb6_thread_num(void);
+NB6_INTERNAL int nb6_team_size(void);
+
+/* Once per process and library: warn on stderr if OpenMP work-sharing does
+ * not work here (two OpenMP runtimes loaded: see nb6_common.c). */
+NB6_INTERNAL void nb6_check_openmp_runtime(const char *library);
+
 /* Index of the first non-finite value in v[0..n-1], or -1. */
 NB6_INTERNAL long nb6_first_nonfinite(const double *v, long n);
 

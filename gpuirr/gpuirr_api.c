@@ -77,6 +77,7 @@ int gpuirr_open(gpuirr **out, int nmax, int lmax)
                            (int)GPUIRR_NMAX);
     if (lmax < 1)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_open: lmax = %d, must be at least 1", lmax);
+    nb6_check_openmp_runtime("libgpuirr");
     g = calloc(1, sizeof *g);
     if (!g)
         return gpuirr_fail(GPUIRR_ERESOURCE, "gpuirr_open: out of host memory");

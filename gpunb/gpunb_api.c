@@ -204,6 +204,7 @@ int gpunb_open(gpunb **out, int capacity, enum gpunb_backend_kind kind)
     st = choose_backend(kind, &ops, note);
     if (st != GPUNB_OK)
         return st;
+    nb6_check_openmp_runtime("libgpunb");
     nb = calloc(1, sizeof *nb);
     if (!nb)
         return gpunb_fail(GPUNB_ERESOURCE, "gpunb_open: out of host memory");

@@ -96,6 +96,7 @@ static int simd_open(void **state, int capacity, char *desc)
         return gpunb_fail(GPUNB_ERESOURCE, "gpunb_open: out of host memory");
     s->capacity = capacity;
     s->regf = regf_of(level);
+    s->js.trace = nb6_getenv("NB6ACCEL_TEAM_TRACE") != NULL;
     size_t n = ((size_t)capacity + GPUNB_SIMD_PAD - 1) / GPUNB_SIMD_PAD * GPUNB_SIMD_PAD;
     int ok = 1;
     for (int k = 0; k < 3; k++) {

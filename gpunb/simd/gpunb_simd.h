@@ -15,6 +15,10 @@ enum { GPUNB_SIMD_PAD = 16 };
 
 typedef struct gpunb_simd_jset {
     int nj, njpad;
+    /* NB6ACCEL_TEAM_TRACE=1: each regf prints, per thread, its CPU, the
+     * i-particles it took and its busy time (to find why a team is slow in
+     * a host program: late threads, shared CPUs, uneven shares). */
+    int trace;
     float *xhi[3], *xlo[3], *v[3], *m; /* [njpad] each, 64-byte aligned */
 } gpunb_simd_jset;
 

@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* j per float partial sum: 256 terms per lane at every level. */
 enum { J_TILE = 256 * SIMD_VL };
@@ -97,11 +98,53 @@ static void regf_one(const gpunb_simd_jset *restrict js, double h2, double dtr,
         *pot = phi;
 }
 
+/* The same loop, timed per thread and printed (NB6ACCEL_TEAM_TRACE). */
+static void traced_regf(const gpunb_simd_jset *js, int ni, const double *h2, const double *dtr,
+                        const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
+                        double (*jrk)[3], double *pot, int lmax, int limit, int *list)
+{
+    enum { SHOWN = 64 };
+    int cpu[SHOWN] = {0}, taken[SHOWN] = {0}, team = 1;
+    double start[SHOWN] = {0}, busy[SHOWN] = {0};
+    const double t0 = nb6_clock();
+#pragma omp parallel
+    {
+        const int me = nb6_thread_num();
+        const double t_start = nb6_clock();
+        int mine = 0;
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int i = 0; i < ni; i++) {
+            regf_one(js, h2[i], dtr[i], xi[i], vi[i], acc[i], jrk[i], pot ? pot + i : NULL, limit,
+                     list + (size_t)i * (size_t)lmax);
+            mine++;
+        }
+        if (me < SHOWN) {
+            cpu[me] = nb6_current_cpu();
+            taken[me] = mine;
+            start[me] = t_start - t0;
+            busy[me] = nb6_clock() - t_start;
+        }
+        if (me == 0)
+            team = nb6_team_size();
+    }
+    char line[4096];
+    int len = snprintf(line, sizeof line, "gpunb regf trace: ni %d nj %d, %.3f ms, %d threads; cpu:i:start_us:busy_ms",
+                       ni, js->nj, 1e3 * (nb6_clock() - t0), team);
+    for (int t = 0; t < team && t < SHOWN && len < (int)sizeof line - 40; t++)
+        len += snprintf(line + len, sizeof line - (size_t)len, " %d:%d:%.0f:%.2f", cpu[t], taken[t],
+                        1e6 * start[t], 1e3 * busy[t]);
+    fprintf(stderr, "%s\n", line);
+}
+
 void SIMD_SUFFIX(gpunb_simd_regf)(const gpunb_simd_jset *js, int ni, const double *h2,
                                   const double *dtr, const double (*xi)[3], const double (*vi)[3],
                                   double (*acc)[3], double (*jrk)[3], double *pot, int lmax,
                                   int limit, int *list)
 {
+    if (js->trace) {
+        traced_regf(js, ni, h2, dtr, xi, vi, acc, jrk, pot, lmax, limit, list);
+        return;
+    }
 #pragma omp parallel for schedule(dynamic, 1)
     for (int i = 0; i < ni; i++)
         regf_one(js, h2[i], dtr[i], xi[i], vi[i], acc[i], jrk[i], pot ? pot + i : NULL, limit,
