@@ -93,10 +93,6 @@ void NB6_F_GPUIRR_CLOSE(void)
     fprintf(stderr, "time pred  : %f sec\n", st.time_predict_all);
     fprintf(stderr, "time pact  : %f sec\n", st.time_predict_active);
     fprintf(stderr, "time grav  : %f sec\n", st.time_force);
-    /* Prediction is lazy: PRED_ALL/PRED_ACT only set the time, FIRR_VEC
-     * predicts what it reads; this is that part of "time grav". */
-    fprintf(stderr, "time gpred : %f sec in grav, %lld records predicted\n", st.time_force_predict,
-            st.particles_predicted);
     if (st.time_force > 0.0 && st.force_calls > 0)
         fprintf(stderr, "perf grav  : %f Gflops, %.3e interactions/s, %f usec/call\n",
                 60.0 * st.interactions / st.time_force * 1e-9, st.interactions / st.time_force,

@@ -36,12 +36,12 @@ enum gpuirr_status {
 typedef struct gpuirr gpuirr;
 
 typedef struct gpuirr_stats {
-    double time_predict_all;    /* s in gpuirr_predict_all (checks only: lazy) */
-    double time_predict_active; /* s in gpuirr_predict_active (checks only)   */
-    double time_force;          /* s in gpuirr_force, its prediction included */
+    double time_predict_all;    /* s in gpuirr_predict_all                    */
+    double time_predict_active; /* s in gpuirr_predict_active                 */
+    double time_force;          /* s in gpuirr_force                          */
     double interactions;        /* sum of list lengths over forced particles  */
     long long particles_forced; /* i-particles evaluated                      */
-    long long particles_predicted; /* records predicted (by gpuirr_force)     */
+    long long particles_predicted;
     long long force_calls;
     /* How gpuirr_force's thread team spent the calls, to tell slow work from
      * slow threads (a team that wakes late, threads sharing CPUs): summed
@@ -52,9 +52,6 @@ typedef struct gpuirr_stats {
     double time_force_thread_busy;
     double time_force_thread_held;
     long long force_team_threads;
-    /* s of gpuirr_force until its prediction phase ended (part of
-     * time_force): what PRED_ALL and PRED_ACT cost now. */
-    double time_force_predict;
 } gpuirr_stats;
 
 /* Message of the last failed call in this thread ("" if none). */
@@ -71,9 +68,7 @@ GPUIRR_API int gpuirr_capacity(const gpuirr *g);
 GPUIRR_API const char *gpuirr_kernel_name(const gpuirr *g);
 
 /* Store particle `addr`: position x0, velocity v0, f_half = acc/2,
- * fdot_sixth = jerk/6 at epoch t0, and its mass.  1 <= addr <= capacity.
- * Any prediction of the old record is dropped: the next gpuirr_force that
- * reads it predicts the new one (see prediction below). */
+ * fdot_sixth = jerk/6 at epoch t0, and its mass.  1 <= addr <= capacity. */
 GPUIRR_API int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3],
                                    const double v0[3], const double f_half[3],
                                    const double fdot_sixth[3], double mass,
@@ -83,33 +78,15 @@ GPUIRR_API int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3],
  * never addr itself; 0 <= n <= lmax-1.  Copied. */
 GPUIRR_API int gpuirr_set_list(gpuirr *g, int addr, int n, const int *members);
 
-/* Prediction is lazy.  gpuirr_predict_all and gpuirr_predict_active check
- * their arguments and set the prediction time t (O(1) work); each
- * following gpuirr_force predicts the records it reads (its particles and
- * their list members) that are not yet predicted to that t, from the
- * records stored at that moment:
- *   x = x0 + dt (v0 + dt (f_half + dt fdot_sixth)),
- *   v = v0 + 2 dt (f_half + 1.5 dt fdot_sixth),  dt = t - t0.
- * So a record stored by gpuirr_set_particle after a predict call (as NBODY6's
- * SET_JP may do between PRED_ALL and FIRR_VEC) is predicted from its new
- * values, to t, by the next gpuirr_force; a list set after a predict call
- * gets its members predicted alike.  The range first..last and the set addr
- * are checked but do not limit what is predicted: every record a force call
- * reads is at the time of the last predict call (NBODY6 predicts everything
- * it reads to one time).  A force call before any predict call uses no
- * prediction (records read as zero).  Results do not depend on the number
- * of threads that predicted. */
-
-/* Set the prediction time to t for particles first..last (1-based,
- * inclusive); first > last does nothing. */
+/* Predict particles first..last (inclusive, 1-based) to time t:
+ * x = x0 + dt (v0 + dt (f_half + dt fdot_sixth)), v = v0 + 2 dt (f_half + 1.5 dt fdot_sixth). */
 GPUIRR_API int gpuirr_predict_all(gpuirr *g, int first, int last, double t);
 
-/* Set the prediction time to t for the ni particles addr[0..ni-1] and the
- * members of their lists. */
+/* Predict the ni particles addr[0..ni-1] and every member of their lists to t. */
 GPUIRR_API int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double t);
 
-/* Irregular force from the stored lists, with the records predicted to the
- * time of the last predict call (above): for n = 0..ni-1 and i = addr[n],
+/* Irregular force from the stored lists, with the predictions of the last
+ * predict call: for n = 0..ni-1 and i = addr[n],
  *   acc[n] = sum_{j in L_i} m_j dx / r^3,
  *   jrk[n] = sum_{j in L_i} m_j (dv/r^3 - 3 (dx.dv) dx / r^5).
  * Output row n belongs to addr[n].  An empty list gives exactly 0; r = 0

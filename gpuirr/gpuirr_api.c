@@ -30,12 +30,18 @@ void gpuirr_close(gpuirr *g)
 {
     if (!g)
         return;
-    nb6_free(g->src);
+    nb6_free(g->x0);
+    nb6_free(g->v0);
+    nb6_free(g->f_half);
+    nb6_free(g->fdot_sixth);
+    nb6_free(g->mass);
+    nb6_free(g->t0);
     nb6_free(g->xp);
     nb6_free(g->vp);
     nb6_free(g->rec);
     nb6_free(g->lists);
-    nb6_free((void *)g->stamp);
+    nb6_free(g->stamp);
+    nb6_free(g->work);
     free(g);
 }
 
@@ -82,20 +88,26 @@ int gpuirr_open(gpuirr **out, int nmax, int lmax)
     g->nmax = nmax;
     g->lmax = lmax;
     n = (size_t)nmax;
-    g->src = nb6_alloc(n * sizeof *g->src);
+    g->x0 = nb6_alloc(n * sizeof(double[3]));
+    g->v0 = nb6_alloc(n * sizeof(double[3]));
+    g->f_half = nb6_alloc(n * sizeof(double[3]));
+    g->fdot_sixth = nb6_alloc(n * sizeof(double[3]));
+    g->mass = nb6_alloc(n * sizeof(double));
+    g->t0 = nb6_alloc(n * sizeof(double));
     g->xp = nb6_alloc(n * sizeof(double[3]));
     g->vp = nb6_alloc(n * sizeof(double[3]));
     g->rec = nb6_alloc(n * GPUIRR_REC * sizeof(float));
     g->lists = nb6_alloc(n * (size_t)lmax * sizeof(int));
-    g->stamp = nb6_alloc(n * sizeof *g->stamp); /* zeroed: no slot predicted */
-    if (!g->src || !g->xp || !g->vp || !g->rec || !g->lists || !g->stamp) {
+    g->stamp = nb6_alloc(n * sizeof(unsigned));
+    g->work = nb6_alloc(n * sizeof(int));
+    if (!g->x0 || !g->v0 || !g->f_half || !g->fdot_sixth || !g->mass || !g->t0 || !g->xp ||
+        !g->vp || !g->rec || !g->lists || !g->stamp || !g->work) {
         gpuirr_close(g);
         return gpuirr_fail(GPUIRR_ERESOURCE,
                            "gpuirr_open: out of host memory for nmax = %d, lmax = %d (%.1f MB of lists)",
                            nmax, lmax, (double)n * (double)lmax * sizeof(int) / 1e6);
     }
     advise_huge_pages(g->rec, n * GPUIRR_REC * sizeof(float));
-    advise_huge_pages(g->src, n * sizeof *g->src);
     advise_huge_pages(g->lists, n * (size_t)lmax * sizeof(int));
     *out = g;
     return GPUIRR_OK;
@@ -148,18 +160,14 @@ int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3], const double v0
                            mass, addr);
     if (!isfinite(t0))
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_set_particle: t0 = %g of particle %d is not finite", t0, addr);
-    gpuirr_src *r = &g->src[s];
     for (int k = 0; k < 3; k++) {
-        r->x0[k] = x0[k];
-        r->v0[k] = v0[k];
-        r->f_half[k] = f_half[k];
-        r->fdot_sixth[k] = fdot_sixth[k];
+        g->x0[s][k] = x0[k];
+        g->v0[s][k] = v0[k];
+        g->f_half[s][k] = f_half[k];
+        g->fdot_sixth[s][k] = fdot_sixth[k];
     }
-    r->mass = mass;
-    r->t0 = t0;
-    /* The prediction of this epoch, if any, is of the old record: the next
-     * force call predicts the slot again (0 is no epoch). */
-    atomic_store_explicit(&g->stamp[s], 0u, memory_order_relaxed);
+    g->mass[s] = mass;
+    g->t0[s] = t0;
     return GPUIRR_OK;
 }
 
@@ -193,18 +201,6 @@ int gpuirr_set_list(gpuirr *g, int addr, int n, const int *members)
     return GPUIRR_OK;
 }
 
-/* Lazy prediction (struct gpuirr): the next force calls predict what they
- * read to t.  O(1) after the checks. */
-static void start_epoch(gpuirr *g, double t)
-{
-    if (++g->epoch == 0) { /* wrapped: forget every old stamp */
-        for (int s = 0; s < g->nmax; s++)
-            atomic_store_explicit(&g->stamp[s], 0u, memory_order_relaxed);
-        g->epoch = 1;
-    }
-    g->t_pred = t;
-}
-
 int gpuirr_predict_all(gpuirr *g, int first, int last, double t)
 {
     double t0 = nb6_clock();
@@ -216,15 +212,18 @@ int gpuirr_predict_all(gpuirr *g, int first, int last, double t)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_predict_all: time = %g is not finite", t);
     if (first > last)
         return GPUIRR_OK;
-    start_epoch(g, t);
+    g->kernel->predict_range(g, first - 1, last - 1, t);
+    g->stats.particles_predicted += last - first + 1;
     g->stats.time_predict_all += nb6_clock() - t0;
     return GPUIRR_OK;
 }
 
+/* Gathers the actives and their list members once each (stamps, no sort),
+ * then predicts that set. */
 int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double t)
 {
     double t0 = nb6_clock();
-    int st;
+    int st, count = 0;
     if (!g)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_predict_active: called before gpuirr_open (handle is NULL)");
     if (ni < 0 || (ni > 0 && !addr))
@@ -235,7 +234,27 @@ int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double t)
     for (int n = 0; n < ni; n++)
         if ((st = check_addr(g, "gpuirr_predict_active", "addr[n]", addr[n])))
             return st;
-    start_epoch(g, t);
+    if (++g->epoch == 0) { /* wrapped: forget every old stamp */
+        memset(g->stamp, 0, sizeof(unsigned) * (size_t)g->nmax);
+        g->epoch = 1;
+    }
+    for (int n = 0; n < ni; n++) {
+        int i = addr[n] - 1;
+        const int *col = g->lists + (size_t)i * (size_t)g->lmax;
+        if (g->stamp[i] != g->epoch) {
+            g->stamp[i] = g->epoch;
+            g->work[count++] = i;
+        }
+        for (int e = 1; e <= col[0]; e++) {
+            int j = col[e] / GPUIRR_REC;
+            if (g->stamp[j] != g->epoch) {
+                g->stamp[j] = g->epoch;
+                g->work[count++] = j;
+            }
+        }
+    }
+    g->kernel->predict_slots(g, count, g->work, t);
+    g->stats.particles_predicted += count;
     g->stats.time_predict_active += nb6_clock() - t0;
     return GPUIRR_OK;
 }
@@ -263,15 +282,13 @@ int gpuirr_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*
         for (int n = 0; n < ni; n++)
             if ((st = check_addr(g, "gpuirr_force", "addr[n]", addr[n])))
                 return st;
-    gpuirr_team team = {0.0, 0.0, 0.0, 0, 0};
+    gpuirr_team team = {0.0, 0.0, 0};
     double interactions = g->kernel->force(g, ni, addr, acc, jrk, &team);
     g->stats.force_calls++;
     g->stats.time_force_start_lag += team.start_lag;
     g->stats.time_force_thread_busy += team.busy;
     g->stats.force_team_threads += team.threads;
     g->stats.particles_forced += ni;
-    g->stats.particles_predicted += team.predicted;
-    g->stats.time_force_predict += team.predict;
     g->stats.interactions += interactions;
     const double call = nb6_clock() - t0;
     g->stats.time_force += call;

@@ -1,50 +1,45 @@
-/* gpuirr_scalar.c -- reference GPUIRR kernel: double-precision prediction
- * (lazy, in two phases as struct gpuirr describes) and double-precision sums,
- * OpenMP over particles.  The SIMD kernels are checked
+/* gpuirr_scalar.c -- reference GPUIRR kernel: double-precision prediction and
+ * double-precision sums, OpenMP over particles.  The SIMD kernels are checked
  * against what this computes. */
 #include "config.h"
 #include "gpuirr_internal.h"
 
 #include <math.h>
 
-/* A predicted value written in phase 1 of a force call (see struct gpuirr):
- * relaxed atomic, as two threads may write the same slot (the same value). */
-static inline void store_double(double *p, double v) { __atomic_store(p, &v, __ATOMIC_RELAXED); }
-
-/* Slot s to g->t_pred, into xp, vp. */
-static void scalar_predict_one(gpuirr *g, int s)
+static inline void predict_slot(gpuirr *g, int s, double t)
 {
-    const gpuirr_src *q = &g->src[s];
-    double dt = g->t_pred - q->t0;
+    double dt = t - g->t0[s];
     for (int k = 0; k < 3; k++) {
-        double a2 = q->f_half[k], j6 = q->fdot_sixth[k];
-        store_double(&g->xp[s][k], q->x0[k] + dt * (q->v0[k] + dt * (a2 + dt * j6)));
-        store_double(&g->vp[s][k], q->v0[k] + 2.0 * dt * (a2 + 1.5 * dt * j6));
+        double a2 = g->f_half[s][k], j6 = g->fdot_sixth[s][k];
+        g->xp[s][k] = g->x0[s][k] + dt * (g->v0[s][k] + dt * (a2 + dt * j6));
+        g->vp[s][k] = g->v0[s][k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
     }
 }
 
-static double scalar_force(gpuirr *g, int ni, const int *addr, double (*acc)[3],
+static void scalar_predict_range(gpuirr *g, int first, int last, double t)
+{
+#pragma omp parallel for schedule(static)
+    for (int s = first; s <= last; s++)
+        predict_slot(g, s, t);
+}
+
+static void scalar_predict_slots(gpuirr *g, int n, const int *slot, double t)
+{
+#pragma omp parallel for schedule(static) if (n > 256)
+    for (int k = 0; k < n; k++)
+        predict_slot(g, slot[k], t);
+}
+
+static double scalar_force(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
                            double (*jrk)[3], gpuirr_team *team)
 {
     double pairs = 0.0;
     const double t_call = nb6_clock();
-    double lag = 0.0, busy = 0.0, predict = 0.0;
-    long long predicted = 0;
+    double lag = 0.0, busy = 0.0;
     int threads = 0;
-    const int lazy = g->epoch != 0; /* 0: no predict call yet, nothing to predict */
-#pragma omp parallel if (ni >= 32) reduction(+ : pairs, busy, threads, predicted) \
-    reduction(max : lag, predict)
+#pragma omp parallel reduction(+ : pairs, busy, threads) reduction(max : lag)
     {
     const double t_start = nb6_clock();
-    if (lazy) {
-        /* Phase 1: equal shares of addr; xp, vp only written here. */
-        const int tid = nb6_thread_num(), nt = nb6_team_size();
-        predicted = gpuirr_predict_lists(g, addr, (int)((long long)ni * tid / nt),
-                                         (int)((long long)ni * (tid + 1) / nt), scalar_predict_one);
-#pragma omp barrier
-        predict = nb6_clock() - t_call;
-    }
-    /* Phase 2: plain loads, no writes to xp, vp. */
 #pragma omp for schedule(guided) nowait
     for (int n = 0; n < ni; n++) {
         int i = addr[n] - 1;
@@ -62,7 +57,7 @@ static double scalar_force(gpuirr *g, int ni, const int *addr, double (*acc)[3],
             if (r2 == 0.0)
                 continue;
             double rinv2 = 1.0 / r2;
-            double mr3 = g->src[j].mass * rinv2 * sqrt(rinv2);
+            double mr3 = g->mass[j] * rinv2 * sqrt(rinv2);
             double rv = 3.0 * (dx[0] * dv[0] + dx[1] * dv[1] + dx[2] * dv[2]) * rinv2;
             for (int k = 0; k < 3; k++) {
                 a[k] += mr3 * dx[k];
@@ -78,11 +73,13 @@ static double scalar_force(gpuirr *g, int ni, const int *addr, double (*acc)[3],
     busy = nb6_clock() - t_start;
     threads = 1;
     }
-    *team = (gpuirr_team){lag, busy, predict, predicted, threads};
+    *team = (gpuirr_team){lag, busy, threads};
     return pairs;
 }
 
 const gpuirr_kernel gpuirr_kernel_scalar = {
     .name = "scalar",
+    .predict_range = scalar_predict_range,
+    .predict_slots = scalar_predict_slots,
     .force = scalar_force,
 };

@@ -221,67 +221,6 @@ int main(void)
         TL_CHECK(tl_relerr3(acc, ra, as) < 1e-6, "GPUIRR_FIRR differs from the reference");
         free(addr);
     }
-    {
-        /* Prediction is lazy (gpuirr.h): PRED_ALL/PRED_ACT set the time and
-         * FIRR_VEC predicts the records it reads from what is stored then.
-         * So a SET_JP after the predict call (NBODY6 corrects particles
-         * between calls) is seen by the next FIRR_VEC: before any FIRR_VEC of
-         * that predict call, and after one that already predicted the slot
-         * (SET_JP invalidates it).  The new records differ from the old at
-         * t4 by ~1e-3 of a position, far above the tolerance. */
-        double t4 = t + 0.00375;
-        int ni = 300, *addr = malloc(sizeof(int) * (size_t)ni);
-        for (int k = 0; k < ni; k++)
-            addr[k] = first + (7 * k) % n; /* distinct: 7 and n = 3000 are coprime */
-        NB6_F_GPUIRR_PRED_ALL(&first, &last, &t4);
-        for (int round = 0; round < 2; round++) {
-            if (round == 1)
-                check_forces(ni, addr, t4, "PRED_ALL + FIRR_VEC, before new SET_JP");
-            for (int k = 0; k < ni; k += 2) {
-                const int *col = lists + (size_t)(addr[k] - 1) * (size_t)lmax;
-                int target[2] = {addr[k], col[0] > 0 ? col[1] : addr[k]};
-                for (int q = 0; q < 2; q++) {
-                    record *r = &rec[target[q] - 1];
-                    for (int d = 0; d < 3; d++)
-                        r->v0[d] = -r->v0[d];
-                    r->t0 = t4 - 0.002 * (round + 1);
-                    send_record(target[q]);
-                }
-            }
-            check_forces(ni, addr, t4, round == 0 ? "PRED_ALL, SET_JP, FIRR_VEC"
-                                                  : "PRED_ALL, FIRR_VEC, SET_JP, FIRR_VEC");
-        }
-        free(addr);
-    }
-    {
-        /* Determinism: the same FIRR_VEC after PRED_ALL, again after a second
-         * PRED_ALL to the same time (a new epoch: every record predicted
-         * again, by whichever thread gets to it first), and after PRED_ACT:
-         * bit-identical results. */
-        double t5 = t + 0.005;
-        double(*acc)[3] = malloc(sizeof(double[3]) * (size_t)n * 3);
-        double(*jrk)[3] = malloc(sizeof(double[3]) * (size_t)n * 3);
-        int *addr = malloc(sizeof(int) * (size_t)n);
-        for (int k = 0; k < n; k++)
-            addr[k] = last - k;
-        for (int round = 0; round < 3; round++) {
-            if (round < 2)
-                NB6_F_GPUIRR_PRED_ALL(&first, &last, &t5);
-            else
-                NB6_F_GPUIRR_PRED_ACT(&n, addr, &t5);
-            NB6_F_GPUIRR_FIRR_VEC(&n, addr, acc + (size_t)round * n, jrk + (size_t)round * n);
-        }
-        for (int round = 1; round < 3; round++)
-            TL_CHECK(memcmp(acc, acc + (size_t)round * n, sizeof(double[3]) * (size_t)n) == 0 &&
-                         memcmp(jrk, jrk + (size_t)round * n, sizeof(double[3]) * (size_t)n) == 0,
-                     "FIRR_VEC after %s differs from the first (not bit-identical)",
-                     round == 1 ? "a second PRED_ALL" : "PRED_ACT");
-        printf("  %-44s %5d particles checked\n", "same FIRR_VEC in 3 epochs: bit-identical", n);
-        check_forces(n, addr, t5, "FIRR_VEC of everybody, later epoch");
-        free(acc);
-        free(jrk);
-        free(addr);
-    }
     NB6_F_GPUIRR_CLOSE();
     printf("worst errors vs double: acc %.3e of |acc| (%.3e of sum|terms|), jerk %.3e of |jerk| "
            "(%.3e of sum|terms|)\n", worst_acc, worst_acc_scale, worst_jrk, worst_jrk_scale);

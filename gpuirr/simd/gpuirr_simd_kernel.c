@@ -18,32 +18,39 @@
 
 #include <stddef.h>
 
-/* ---- prediction (phase 1 of a force call) ---------------------------------- */
+/* ---- prediction ------------------------------------------------------------ */
 
-/* A record float written in phase 1: relaxed atomic, because two threads may
- * write the same slot at once (the same value); phase 2 reads it plainly,
- * after the barrier.  A plain mov on x86. */
-static inline void store_float(float *p, float v) { __atomic_store(p, &v, __ATOMIC_RELAXED); }
-
-/* Slot s to g->t_pred: x = x0 + dt (v0 + dt (F + dt FDOT)),
- * v = v0 + 2 dt (F + 1.5 dt FDOT), in double, written as a record
- * (GPUIRR_REC_*). */
-static void SIMD_SUFFIX(predict_one)(gpuirr *g, int s)
+/* x = x0 + dt (v0 + dt (F + dt FDOT)), v = v0 + 2 dt (F + 1.5 dt FDOT), in
+ * double, written as a record (GPUIRR_REC_*). */
+static inline void predict_slot(const gpuirr *restrict g, float *restrict rec, int s, double t)
 {
-    const gpuirr_src *q = &g->src[s];
-    const double dt = g->t_pred - q->t0;
-    float *r = g->rec + (size_t)s * GPUIRR_REC;
+    const double dt = t - g->t0[s];
+    float *r = rec + (size_t)s * GPUIRR_REC;
     for (int k = 0; k < 3; k++) {
-        double a2 = q->f_half[k], j6 = q->fdot_sixth[k];
-        double x = q->x0[k] + dt * (q->v0[k] + dt * (a2 + dt * j6));
-        double v = q->v0[k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
-        float hi, lo;
-        nb6_split(x, &hi, &lo);
-        store_float(&r[GPUIRR_REC_XHI + k], hi);
-        store_float(&r[GPUIRR_REC_XLO + k], lo);
-        store_float(&r[GPUIRR_REC_V + k], (float)v);
+        double a2 = g->f_half[s][k], j6 = g->fdot_sixth[s][k];
+        double x = g->x0[s][k] + dt * (g->v0[s][k] + dt * (a2 + dt * j6));
+        double v = g->v0[s][k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
+        nb6_split(x, &r[GPUIRR_REC_XHI + k], &r[GPUIRR_REC_XLO + k]);
+        r[GPUIRR_REC_V + k] = (float)v;
     }
-    store_float(&r[GPUIRR_REC_MASS], (float)q->mass);
+    r[GPUIRR_REC_MASS] = (float)g->mass[s];
+}
+
+static void SIMD_SUFFIX(predict_range)(gpuirr *g, int first, int last, double t)
+{
+    float *rec = g->rec;
+    /* Small ranges are not worth waking the thread team. */
+#pragma omp parallel for simd schedule(static) if (last - first >= 4096)
+    for (int s = first; s <= last; s++)
+        predict_slot(g, rec, s, t);
+}
+
+static void SIMD_SUFFIX(predict_slots)(gpuirr *g, int n, const int *slot, double t)
+{
+    float *rec = g->rec;
+#pragma omp parallel for schedule(static) if (n >= 4096)
+    for (int k = 0; k < n; k++)
+        predict_slot(g, rec, slot[k], t);
 }
 
 /* ---- irregular force -------------------------------------------------------- */
@@ -242,7 +249,7 @@ static inline int stream_peek(const chunk_stream *cs, int n, int ahead)
     return cs->begin[1] + k < cs->end[1] ? cs->begin[1] + k : -1;
 }
 
-static double SIMD_SUFFIX(force)(gpuirr *g, int ni, const int *addr, double (*acc)[3],
+static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
                                  double (*jrk)[3], gpuirr_team *team)
 {
     const float *rec = g->rec;
@@ -256,24 +263,11 @@ static double SIMD_SUFFIX(force)(gpuirr *g, int ni, const int *addr, double (*ac
     int counter = 0;
     double pairs = 0.0;
     const double t_call = nb6_clock();
-    double lag = 0.0, busy = 0.0, predict = 0.0;
-    long long predicted = 0;
+    double lag = 0.0, busy = 0.0;
     int threads = 0;
-    const int lazy = g->epoch != 0; /* 0: no predict call yet, nothing to predict */
-#pragma omp parallel if (ni >= 32) reduction(+ : pairs, busy, threads, predicted) \
-    reduction(max : lag, predict)
+#pragma omp parallel if (ni >= 32) reduction(+ : pairs, busy, threads) reduction(max : lag)
     {
         const double t_start = nb6_clock();
-        if (lazy) {
-            /* Phase 1: equal shares of addr; records only written here. */
-            const int tid = nb6_thread_num(), nt = nb6_team_size();
-            predicted = gpuirr_predict_lists(g, addr, (int)((long long)ni * tid / nt),
-                                             (int)((long long)ni * (tid + 1) / nt),
-                                             SIMD_SUFFIX(predict_one));
-#pragma omp barrier
-            predict = nb6_clock() - t_call;
-        }
-        /* Phase 2: plain loads of the records, no writes. */
         chunk_stream cs = {&counter, ni, chunk, {0, 0}, {0, 0}};
         take_chunk(&cs, 0);
         take_chunk(&cs, 1);
@@ -317,11 +311,13 @@ static double SIMD_SUFFIX(force)(gpuirr *g, int ni, const int *addr, double (*ac
         busy = nb6_clock() - t_start;
         threads = 1;
     }
-    *team = (gpuirr_team){lag, busy, predict, predicted, threads};
+    *team = (gpuirr_team){lag, busy, threads};
     return pairs;
 }
 
 const gpuirr_kernel SIMD_SUFFIX(gpuirr_kernel) = {
     .name = SIMD_LEVEL_NAME,
+    .predict_range = SIMD_SUFFIX(predict_range),
+    .predict_slots = SIMD_SUFFIX(predict_slots),
     .force = SIMD_SUFFIX(force),
 };

@@ -1,7 +1,6 @@
 /* bench_gpuirr_simd.c -- speed of the GPUIRR kernels: FIRR_VEC (gpuirr_force)
- * in neighbour interactions per second, and the prediction of 128k particles
- * (PRED_ALL, then FIRR_VEC of all of them with empty lists: prediction is
- * lazy, FIRR_VEC does it), per SIMD level and OpenMP thread count.
+ * in neighbour interactions per second, and PRED_ALL (gpuirr_predict_all)
+ * of 128k particles, per SIMD level and OpenMP thread count.
  *
  *   bench_gpuirr_simd [-q] [-s] [-n N] [-l level] [threads ...]
  *                                        (default: every level; threads 1 and all)
@@ -12,9 +11,7 @@
  * N = 64k (or -n N); the larger N, and N = 8k (records in cache: the
  * arithmetic alone), run the best level only.  Flops are counted in the
  * 60-flop convention of the original NBODY6 libraries.  Each figure is the
- * best of repeated calls over at least 0.3 s (after one warm-up call); the
- * FIRR_VEC calls repeat within one predict call, so they sum only (the
- * records are predicted by the warm-up call).
+ * best of repeated calls over at least 0.3 s (after one warm-up call).
  * -s: the particles forced in a shuffled order (as NBODY6 passes its block
  * of actives) instead of 1..N, so that no hardware prefetcher finds the
  * lists and own records. */
@@ -110,24 +107,15 @@ static void bench_force(int level, int n, const int *threads, int nthreads)
 static void bench_predict(int level, const int *threads, int nthreads)
 {
     gpuirr *g = setup(level, NPRED, 0);
-    int *addr = malloc(sizeof(int) * NPRED);
-    double (*acc)[3] = malloc(sizeof *acc * NPRED), (*jrk)[3] = malloc(sizeof *jrk * NPRED);
-    for (int s = 0; s < NPRED; s++)
-        addr[s] = s + 1;
     for (int t = 0; t < nthreads; t++) {
         double best, time = 0.0;
         set_threads(threads[t]);
-        BEST_TIME(best, (gpuirr_predict_all(g, 1, NPRED, time += 1e-3),
-                         gpuirr_force(g, NPRED, addr, acc, jrk)));
-        /* 128-byte source record read, 64-byte prediction written. */
-        printf("PRED_ALL+FIRR_VEC (empty lists)  %-6s threads %3d  N %8d  %8.4f ms  %.1f GB/s of records moved\n",
+        BEST_TIME(best, gpuirr_predict_all(g, 1, NPRED, time += 1e-3));
+        printf("PRED_ALL  %-6s threads %3d  N %8d  %8.4f ms  %.1f GB/s of records moved\n",
                level_name[level], threads[t], NPRED, best * 1e3,
-               NPRED * (128.0 + 64.0) / best * 1e-9);
+               NPRED * (14 * 8.0 + 64.0) / best * 1e-9);
         fflush(stdout);
     }
-    free(addr);
-    free(acc);
-    free(jrk);
     gpuirr_close(g);
 }
 
