@@ -168,6 +168,26 @@ for r in ${RUNS:-64k-gpu:65536:cuda:150 128k-gpu:131072:cuda:240 16k-cpu:16384:c
     threads=$policy_threads
 done
 
+# RESIDENT_RUNS (same form as RUNS): the same runs with NBODY6 built with
+# --resident (intgrt-resident.patch: GPUNB_SET_JP / GPUNB_PREDICT /
+# GPUNB_REGF_START..FINISH in NBODY6's loop).
+if [ -n "${RESIDENT_RUNS:-}" ]; then
+    if nbody6_patch/build-nbody6 --nbody6 "$root/.nbody6" --builddir "$b" --out "$nb-resident" -j "$jobs" \
+            --nmax 140000 --lmax 600 --resident > "$logs/build-nbody6-resident.log" 2>&1; then
+        nb_plain=$nb; nb=$nb-resident
+        for r in $RESIDENT_RUNS; do
+            IFS=: read -r name n backend cap tc th <<< "$r"
+            policy_threads=$threads
+            threads=${th:-$threads}
+            plummer "$name" "$n" "$backend" "$cap" "${tc:-4}"
+            threads=$policy_threads
+        done
+        nb=$nb_plain
+    else
+        log "resident build FAILED (build-nbody6-resident.log)"
+    fi
+fi
+
 # The same Fortran compiled for this CPU (-march=native instead of NBODY6's
 # core2): does the Fortran side matter at 64k?  Only if time is left.
 if [ -n "${NATIVE_RUN-64k-gpu-native:65536:cuda:120}" ] && [ "$(left)" -gt 120 ]; then

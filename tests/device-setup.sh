@@ -13,8 +13,10 @@ if ! command -v gfortran >/dev/null 2>&1 && [ -f .devtools/device-fortran.sh ]; 
     # shellcheck disable=SC1091
     . .devtools/device-fortran.sh setup .devtools >/dev/null 2>&1
 fi
-nb6_gomp_link=$(gfortran -print-file-name=libgomp.so 2>/dev/null)
-if [ -n "$nb6_gomp_link" ] && [ -L "$nb6_gomp_link" ] && [ ! -e "$nb6_gomp_link" ]; then
+# (-print-file-name=libgomp.so cannot name a dangling link: it prints the
+# bare name; libgcc.a sits in the same directory.)
+nb6_gomp_link=$(dirname "$(gfortran -print-libgcc-file-name 2>/dev/null)")/libgomp.so
+if [ -L "$nb6_gomp_link" ] && [ ! -e "$nb6_gomp_link" ]; then
     nb6_gomp_shared=$(readlink -f "$(gcc -print-file-name=libgomp.so 2>/dev/null)")
     if [ -f "$nb6_gomp_shared" ]; then
         ln -sf "$nb6_gomp_shared" "$nb6_gomp_link"
