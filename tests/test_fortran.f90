@@ -77,16 +77,20 @@ program test_fortran
   call check(worst < 1.0d-5, 'GPUNB_REGF regular force matches the direct sum')
 
   call gpuirr_firr_vec(ni, addr, gf, gfd)
+  ! Error relative to the sum of the terms' sizes, as the C tests measure it:
+  ! a few neighbours can nearly cancel, and float terms then leave ~1e-6 of
+  ! |ref| itself (seen once in 60 runs with an absolute-|ref| bound).
   worst = 0.0d0
   do k = 1, ni
-    i = addr(k); ref = 0.0d0
+    i = addr(k); ref = 0.0d0; err = 0.0d0
     do e = 2, list(1,i) + 1
       j = list(e,i); dx = x(:,j) - x(:,i); r2 = sum(dx**2)
       ref = ref + body(j)*dx/(r2*sqrt(r2))
+      err = err + body(j)/r2
     end do
-    if (list(1,i) > 0) worst = max(worst, norm2(gf(:,k) - ref)/norm2(ref))
+    if (list(1,i) > 0) worst = max(worst, norm2(gf(:,k) - ref)/err)
   end do
-  call check(worst < 1.0d-6, 'GPUIRR_FIRR_VEC irregular force matches the direct sum')
+  call check(worst < 1.0d-6, 'GPUIRR_FIRR_VEC irregular force matches the direct sum (error / sum of |terms|)')
   call gpuirr_firr(addr(2), fp, fd)
   call check(all(fp == gf(:,2)), 'GPUIRR_FIRR equals row 2 of GPUIRR_FIRR_VEC')
   call gpuirr_pred_act(ni, addr, time)
