@@ -7,6 +7,8 @@
 #include "gpuirr.h"
 #include "nb6_common.h"
 
+#include <stdatomic.h>
+
 /* Slot s = addr - 1 holds particle addr. */
 struct gpuirr {
     int nmax, lmax;
@@ -31,10 +33,11 @@ struct gpuirr {
      * which limits nmax to INT_MAX / GPUIRR_REC. */
     int *lists;
 
-    /* predict_active bookkeeping: slots already gathered in this call. */
-    unsigned *stamp;
+    /* predict_active bookkeeping: stamp[s] == epoch once slot s has been
+     * claimed for prediction in this call (atomic: threads claim in
+     * parallel, each slot exactly once). */
+    _Atomic unsigned *stamp;
     unsigned epoch;
-    int *work;
 
     const struct gpuirr_kernel *kernel;
     gpuirr_stats stats;
