@@ -387,9 +387,6 @@ static void choose_origin(cuda_state *s, int nj, const double *m, const double (
     s->min_mass = min_mass;
 }
 
-/* A coordinate relative to the origin as hi + lo floats. */
-static void split(double r, float *hi, float *lo) { nb6_split(r, hi, lo); }
-
 /* The j-set split over the GPUs in contiguous whole tiles. */
 static void split_jset(cuda_state *s, int nj)
 {
@@ -424,9 +421,9 @@ static int cuda_send(void *state, int nj, const double *m, const double (*x)[3],
             float4 p = {0, 0, 0, 0}, u = {0, 0, 0, 0}, l = {0, 0, 0, 0};
             if (q < g->nj) { /* else padding: massless, never a neighbour, adds nothing */
                 const int j = g->j0 + q;
-                split(x[j][0] - o[0], &p.x, &l.x);
-                split(x[j][1] - o[1], &p.y, &l.y);
-                split(x[j][2] - o[2], &p.z, &l.z);
+                nb6_split(x[j][0] - o[0], &p.x, &l.x);
+                nb6_split(x[j][1] - o[1], &p.y, &l.y);
+                nb6_split(x[j][2] - o[2], &p.z, &l.z);
                 p.w = (float)m[j];
                 u = (float4){(float)(v[j][0] - vo[0]), (float)(v[j][1] - vo[1]),
                              (float)(v[j][2] - vo[2]), 0.0f};
@@ -553,9 +550,9 @@ static void fill_ibuf(cuda_state *s, int ni, const double *h2, const double *dtr
     for (int i = 0; i < ni_pad; i++) {
         float4 p = {0, 0, 0, -1.0f}, u = {0, 0, 0, 0}, l = {0, 0, 0, 0}; /* padding: h2 < 0 */
         if (i < ni) {
-            split(xi[i][0] - o[0], &p.x, &l.x);
-            split(xi[i][1] - o[1], &p.y, &l.y);
-            split(xi[i][2] - o[2], &p.z, &l.z);
+            nb6_split(xi[i][0] - o[0], &p.x, &l.x);
+            nb6_split(xi[i][1] - o[1], &p.y, &l.y);
+            nb6_split(xi[i][2] - o[2], &p.z, &l.z);
             p.w = (float)h2[i];
             u = (float4){(float)(vi[i][0] - vo[0]), (float)(vi[i][1] - vo[1]),
                          (float)(vi[i][2] - vo[2]), (float)dtr[i]};
