@@ -15,20 +15,23 @@ module ac_correct
 
 contains
 
-  !> Predict X, XDOT of body i to the block time from its Taylor series
-  !> (NBODY6's JPRED; F and FDOT are acc/2 and jerk/6).
-  subroutine predict_body(i)
+  !> Predict body i to the block time from its Taylor series (NBODY6's
+  !> JPRED; F and FDOT are acc/2 and jerk/6) into xp, vp.  The caller stores
+  !> them in X, XDOT (with TPRED) only in blocks with regular bodies: nothing
+  !> else reads a member's predicted state, and three scattered stores per
+  !> step are a good part of the corrector's memory traffic.
+  subroutine predict_body(i, xp, vp)
     integer, intent(in) :: i
+    real(dp), intent(out) :: xp(3), vp(3)
     real(dp) :: s, s1, s2
     integer :: k
     s = time - t0(i)
     s1 = 1.5_dp * s
     s2 = 2.0_dp * s
     do k = 1, 3
-      x(k,i) = ((fdot(k,i) * s + f(k,i)) * s + x0dot(k,i)) * s + x0(k,i)
-      xdot(k,i) = (fdot(k,i) * s1 + f(k,i)) * s2 + x0dot(k,i)
+      xp(k) = ((fdot(k,i) * s + f(k,i)) * s + x0dot(k,i)) * s + x0(k,i)
+      vp(k) = (fdot(k,i) * s1 + f(k,i)) * s2 + x0dot(k,i)
     end do
-    tpred(i) = time
   end subroutine predict_body
 
   !> Body j at the block time without touching shared data: X, XDOT where
@@ -51,16 +54,19 @@ contains
     end if
   end subroutine predicted_state
 
-  !> Irregular step of body i at the block time: firr, fd are the irregular
-  !> force and derivative over its current list at the predicted positions.
-  !> Corrects X0, X0DOT (T0 = time), sets FI, FIDOT, D2, D3 and the new
-  !> irregular step; for a body not due a regular step also F, FDOT with the
-  !> regular force extrapolated to the block time.
-  subroutine irregular_correct(i, firr, fd, regular_due)
+  !> Irregular step of body i at the block time: xp, vp its predicted
+  !> state (predict_body), firr, fd the irregular force and derivative over
+  !> its current list at the predicted positions.  Corrects X0, X0DOT
+  !> (T0 = time), sets FI, FIDOT and the new irregular step; for a body not
+  !> due a regular step also F, FDOT with the regular force extrapolated to
+  !> the block time, and REGDUE.  D2, D3 are local: only the step criterion
+  !> reads them (two scattered stores per step less).
+  subroutine irregular_correct(i, xp, vp, firr, fd, regular_due)
     integer, intent(in) :: i
-    real(dp), intent(in) :: firr(3), fd(3)
+    real(dp), intent(in) :: xp(3), vp(3), firr(3), fd(3)
     logical, intent(in) :: regular_due
     real(dp) :: dt, df(3), at3(3), bt2(3), fdum(3), ttmp, dt0, dtsq, dv2, f2, dtj, dtr
+    real(dp) :: d2i(3), d3i(3)
     integer :: k
 
     dt = time - t0(i)
@@ -68,21 +74,21 @@ contains
     df = fi(:,i) - firr
     call hermite_coefficients(df, fidot(:,i), fd, dt, at3, bt2)
     do k = 1, 3
-      x0(k,i) = x(k,i) + (0.6_dp * at3(k) + bt2(k)) * dtsq * one12
-      x0dot(k,i) = xdot(k,i) + (0.75_dp * at3(k) + bt2(k)) * dt * one3
+      x0(k,i) = xp(k) + (0.6_dp * at3(k) + bt2(k)) * dtsq * one12
+      x0dot(k,i) = vp(k) + (0.75_dp * at3(k) + bt2(k)) * dt * one3
       fi(k,i) = firr(k)
       fidot(k,i) = fd(k)
-      d2(k,i) = (3.0_dp * at3(k) + bt2(k)) * 2.0_dp / dtsq
-      d3(k,i) = at3(k) * 6.0_dp / (dt * dtsq)
+      d2i(k) = (3.0_dp * at3(k) + bt2(k)) * 2.0_dp / dtsq
+      d3i(k) = at3(k) * 6.0_dp / (dt * dtsq)
     end do
     t0(i) = time
 
     ! Total force in the criterion, irregular derivatives (Makino & Aarseth 1992).
     fdum = firr + fr(:,i)
-    ttmp = tstep(fdum, fd, d2(:,i), d3(:,i), eta_i)
+    ttmp = tstep(fdum, fd, d2i, d3i, eta_i)
     ! Jun Makino's convergence test against over-shooting on large steps.
     if (ttmp > stepj) then
-      dv2 = sum((xdot(:,i) - x0dot(:,i))**2)
+      dv2 = sum((vp - x0dot(:,i))**2)
       f2 = sum(firr**2)
       if (dv2 > 0) then
         dtj = step(i) * (1.0e-6_dp * step(i)**2 * f2 / dv2)**0.1_dp
@@ -109,7 +115,6 @@ contains
     end if
     ! Irregular steps never pass the next regular time.
     step(i) = min(ttmp, stepr(i))
-    tnew(i) = time + step(i)
 
     if (.not. regular_due) then
       dtr = time - t0r(i)
@@ -117,6 +122,8 @@ contains
         f(k,i) = 0.5_dp * (frdot(k,i) * dtr + fr(k,i) + firr(k))
         fdot(k,i) = (frdot(k,i) + fd(k)) / 6.0_dp
       end do
+      ! regular_correct sets it for a due body.
+      regdue(i) = time + step(i) >= t0r(i) + stepr(i)
     end if
   end subroutine irregular_correct
 
@@ -133,7 +140,7 @@ contains
     real(dp), intent(in) :: xi(3), xidot(3), freg_in(3), fdr_in(3), firr(3), fd(3)
     integer, intent(in) :: list(:)
     real(dp) :: freg(3), fdr(3), dtr, dtsq, dt6, dt2, dtsq12, dtr13, dfr(3), fdr0(3)
-    real(dp) :: at3(3), bt2(3), dfd2, fdr2, fr2, ttmp, dt0, dv2, vi2, dtj
+    real(dp) :: at3(3), bt2(3), dfd2, fdr2, fr2, ttmp, dt0, dv2, vi2, dtj, d2ri(3), d3ri(3)
     integer :: k, nb
 
     freg = freg_in
@@ -175,13 +182,13 @@ contains
       fidot(k,i) = fd(k)
       frdot(k,i) = fdr(k)
       fdot(k,i) = (fdr(k) + fd(k)) / 6.0_dp
-      d2r(k,i) = (3.0_dp * at3(k) + bt2(k)) * dt2
-      d3r(k,i) = at3(k) * dt6
+      d2ri(k) = (3.0_dp * at3(k) + bt2(k)) * dt2
+      d3ri(k) = at3(k) * dt6
     end do
 
     ! New regular step by the composite criterion.
     fr2 = sum(freg**2)
-    ttmp = tstep(freg, fdr, d2r(:,i), d3r(:,i), eta_r)
+    ttmp = tstep(freg, fdr, d2ri, d3ri, eta_r)
     dt0 = ttmp
     if (ttmp > 2.0_dp * stepr(i)) then
       if (modulo(time, 2.0_dp * dtr) == 0.0_dp) then
@@ -219,7 +226,7 @@ contains
     end do
     ! A body that had no neighbours gets a careful first irregular step.
     if (nnb0 == 0 .and. nb > 0) step(i) = 0.25_dp * step(i)
-    tnew(i) = t0(i) + step(i)
+    regdue(i) = t0(i) + step(i) >= t0r(i) + stepr(i)
   end subroutine regular_correct
 
   !> Move RS towards the neighbour number NBODY6 aims at (GPUCOR): a target

@@ -306,7 +306,7 @@ contains
       dtrn = tstep(fr(:,i), frdot(:,i), d2r(:,i), d3r(:,i), eta_r)
       stepr(i) = block_step_below(dtrn, smax)
       step(i) = min(block_step_below(dt, smax), stepr(i))
-      tnew(i) = step(i)
+      regdue(i) = step(i) >= stepr(i)
       do k = 1, 3
         f(k,i) = 0.5_dp * f(k,i)
         fdot(k,i) = fdot(k,i) / 6.0_dp

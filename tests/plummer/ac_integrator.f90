@@ -50,27 +50,21 @@ contains
     integer :: nact, nreg, k, i, j0, ni
     integer(int64) :: nbs
     integer(c_int) :: nc, one, nn
-    real(dp) :: t
+    real(dp) :: t, xp(3), vp(3)
 
     call blocks_next(time, tblock, nact, act)
     time = tblock
     nblock = nblock + 1
 
-    ! Every per-body pass is an OpenMP loop when the block is large: the
-    ! bodies are scattered over memory, and serial passes over them would
-    ! cap the speed-up of the whole step (Amdahl).  This one does little per
-    ! body, so it pays for an OpenMP region only in large blocks.
-    !$omp parallel do if (nact >= 8 * par_min) schedule(static) private(k, i)
-    do k = 1, nact
-      i = act(k)
-      due(k) = tnew(i) >= t0r(i) + stepr(i)
-    end do
-    !$omp end parallel do
+    ! The regular subset from REGDUE (one byte per body, set by the
+    ! correctors): serial, and cheap even for the largest blocks.
     nreg = 0
     do k = 1, nact
+      i = act(k)
+      due(k) = regdue(i)
       if (due(k)) then
         nreg = nreg + 1
-        ireg(nreg) = act(k)
+        ireg(nreg) = i
       end if
     end do
 
@@ -94,14 +88,21 @@ contains
     wall_irregular = wall_irregular + (wall_seconds() - t)
 
     ! Irregular corrector.  Without regular bodies nothing reads GPUIRR's
-    ! predictions any more, so the new state can go to GPUIRR at once.
+    ! predictions any more, so the new state can go to GPUIRR at once, and
+    ! nothing reads the members' predicted X, XDOT (CXVPRED, GPUNB_SEND and
+    ! the regular corrector run only in blocks with regular bodies).
     t = wall_seconds()
     nbs = 0
-    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i) reduction(+:nbs)
+    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i, xp, vp) reduction(+:nbs)
     do k = 1, nact
       i = act(k)
-      call predict_body(i)
-      call irregular_correct(i, gfa(:,k), gfda(:,k), due(k))
+      call predict_body(i, xp, vp)
+      if (nreg > 0) then
+        x(:,i) = xp
+        xdot(:,i) = vp
+        tpred(i) = time
+      end if
+      call irregular_correct(i, xp, vp, gfa(:,k), gfda(:,k), due(k))
       nbs = nbs + nnb(i)
       if (nreg == 0) then
         call send_particle(i)
