@@ -10,7 +10,7 @@ module ac_blocks
   use ac_state, only: dp, n, smax, step, maxlevel
   implicit none
   private
-  public :: blocks_init, blocks_next, blocks_move, blocks_free, level_of, level_changed
+  public :: blocks_init, blocks_next, blocks_move, blocks_free, level_of
 
   type :: level_list
     integer, allocatable :: idx(:)
@@ -93,13 +93,8 @@ contains
     end do
   end subroutine blocks_next
 
-  !> Whether body i's step left its level (read-only: safe in parallel).
-  logical function level_changed(i)
-    integer, intent(in) :: i
-    level_changed = level_of(step(i)) /= level(i) .or. fraction(step(i)) /= 0.5_dp
-  end function level_changed
-
-  !> After a block: move the bodies flagged by level_changed to their level.
+  !> After a block: move the flagged bodies (their step changed) to their
+  !> level; checked_level stops on a step that is not a power of two.
   subroutine blocks_move(nact, act, moved)
     integer, intent(in) :: nact, act(:)
     logical, intent(in) :: moved(:)

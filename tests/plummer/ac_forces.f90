@@ -112,21 +112,23 @@ contains
     real(dp) :: t
 
     t = wall_seconds()
-    !$omp parallel do if (ni >= 256) schedule(static) private(ll, i)
+    ! One pass over the scattered bodies: radii, steps and (NBODY6's path)
+    ! the predicted state that GPUNB_REGF takes.
+    !$omp parallel do if (ni >= 64) schedule(static) private(ll, i)
     do ll = 1, ni
       i = idx(ll)
       h2i(ll) = rs(i)**2 / bodym
       dtr(ll) = merge(stepr(i), 0.0_dp, use_steps)
+      if (.not. async) then
+        xi(:,ll) = x(:,i)
+        vi(:,ll) = xdot(:,i)
+      end if
     end do
     !$omp end parallel do
     nic = ni; lm = lmax; nbm = nbmax
     if (async) then
       call gpunb_regf_start(nic, idx, h2i, dtr, lm, nbm)
     else
-      do ll = 1, ni
-        xi(:,ll) = x(:,idx(ll))
-        vi(:,ll) = xdot(:,idx(ll))
-      end do
       call gpunb_regf(nic, h2i, dtr, xi, vi, gacc, gjrk, gpot, lm, nbm, listgp)
     end if
     wall_regular = wall_regular + (wall_seconds() - t)
@@ -151,13 +153,16 @@ contains
 
     t = wall_seconds()
     nic = ni; lm = lmax; nbm = nbmax
-    if (async) call gpunb_regf_finish(gacc, gjrk, gpot, listgp)
-    !$omp parallel do if (ni >= 256) schedule(static) private(ll)
-    do ll = 1, ni
-      xi(:,ll) = x(:,idx(ll))
-      vi(:,ll) = xdot(:,idx(ll))
-    end do
-    !$omp end parallel do
+    if (async) then
+      call gpunb_regf_finish(gacc, gjrk, gpot, listgp)
+      ! regular_chunk_start gathered them for the synchronous path.
+      !$omp parallel do if (ni >= 64) schedule(static) private(ll)
+      do ll = 1, ni
+        xi(:,ll) = x(:,idx(ll))
+        vi(:,ll) = xdot(:,idx(ll))
+      end do
+      !$omp end parallel do
+    end if
     growths = 0
     do
       nfail = 0

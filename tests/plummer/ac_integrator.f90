@@ -18,7 +18,7 @@ module ac_integrator
   use, intrinsic :: iso_fortran_env, only: int64
   use nb6accel
   use ac_state
-  use ac_blocks, only: blocks_next, blocks_move, level_changed
+  use ac_blocks, only: blocks_next, blocks_move
   use ac_correct, only: predict_body, irregular_correct, regular_correct
   use ac_forces, only: regular_chunk_start, regular_chunk_finish, send_particle, xi, vi, gacc, gjrk, &
       listgp, gf, gfd, upload_stale_jparticles
@@ -29,6 +29,12 @@ module ac_integrator
 
   integer, allocatable :: act(:), ireg(:)
   logical, allocatable :: due(:), moved(:)
+  !> Blocks with regular bodies: member k of ireg is act(kreg(k)); step and
+  !> list length of act(k) before the block (the level test after SET_JP and
+  !> the regular corrector's old count, kept by the irregular corrector loop
+  !> so that no serial pass reads them).
+  integer, allocatable :: kreg(:), nnb_old(:)
+  real(dp), allocatable :: step_old(:)
   real(dp), allocatable :: gfa(:,:), gfda(:,:)
   !> Below this many bodies a loop runs on one thread (an OpenMP region
   !> costs more than the work; NBODY6 uses NPMAX = 16 for the same reason).
@@ -37,11 +43,11 @@ module ac_integrator
 contains
 
   subroutine integrator_init()
-    allocate(act(n), ireg(n), due(n), moved(n), gfa(3,n), gfda(3,n))
+    allocate(act(n), ireg(n), due(n), moved(n), gfa(3,n), gfda(3,n), kreg(n), nnb_old(n), step_old(n))
   end subroutine integrator_init
 
   subroutine integrator_free()
-    if (allocated(act)) deallocate(act, ireg, due, moved, gfa, gfda)
+    if (allocated(act)) deallocate(act, ireg, due, moved, gfa, gfda, kreg, nnb_old, step_old)
   end subroutine integrator_free
 
   !> Advance the next block; returns its time.
@@ -50,7 +56,7 @@ contains
     integer :: nact, nreg, k, i, j0, ni
     integer(int64) :: nbs
     integer(c_int) :: nc, one, nn
-    real(dp) :: t, xp(3), vp(3)
+    real(dp) :: t, xp(3), vp(3), sold
 
     call blocks_next(time, tblock, nact, act)
     time = tblock
@@ -65,6 +71,7 @@ contains
       if (due(k)) then
         nreg = nreg + 1
         ireg(nreg) = i
+        kreg(nreg) = k
       end if
     end do
 
@@ -93,20 +100,25 @@ contains
     ! the regular corrector run only in blocks with regular bodies).
     t = wall_seconds()
     nbs = 0
-    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i, xp, vp) reduction(+:nbs)
+    ! A body changes level iff its step changed (blocks_move checks the new
+    ! one): no level arithmetic per body.
+    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i, xp, vp, sold) reduction(+:nbs)
     do k = 1, nact
       i = act(k)
       call predict_body(i, xp, vp)
+      sold = step(i)
       if (nreg > 0) then
         x(:,i) = xp
         xdot(:,i) = vp
         tpred(i) = time
+        step_old(k) = sold
+        nnb_old(k) = nnb(i)
       end if
       call irregular_correct(i, xp, vp, gfa(:,k), gfda(:,k), due(k))
       nbs = nbs + nnb(i)
       if (nreg == 0) then
         call send_particle(i)
-        moved(k) = level_changed(i)
+        moved(k) = step(i) /= sold
       end if
     end do
     !$omp end parallel do
@@ -135,7 +147,7 @@ contains
       !$omp parallel do if (nact >= par_min) schedule(static) private(k)
       do k = 1, nact
         call send_particle(act(k))
-        moved(k) = level_changed(act(k))
+        moved(k) = step(act(k)) /= step_old(k)
       end do
       !$omp end parallel do
       wall_setjp = wall_setjp + (wall_seconds() - t)
@@ -148,12 +160,9 @@ contains
     subroutine regular_chunk_with_old_counts(ni, j0)
       integer, intent(in) :: ni, j0
       integer :: ll, i
-      integer :: nnb0(nimax)
       integer(c_int) :: nic
+      integer(int64) :: nv
       real(dp) :: t
-      do ll = 1, ni
-        nnb0(ll) = nnb(ireg(j0 + ll))
-      end do
       if (resident) then
         call regular_chunk_finish(ni, ireg(j0 + 1:), .false., .true.)
         ! Next chunk on the GPU while this one is corrected here.
@@ -167,15 +176,17 @@ contains
       nic = ni
       call gpuirr_firr_vec(nic, ireg(j0 + 1:), gf, gfd)
       wall_irregular = wall_irregular + (wall_seconds() - t)
-      nvoid = nvoid + count(nnb(ireg(j0 + 1:j0 + ni)) == 0)
       t = wall_seconds()
-      !$omp parallel do if (ni >= par_min) schedule(static) private(ll, i)
+      nv = 0
+      !$omp parallel do if (ni >= par_min) schedule(static) private(ll, i) reduction(+:nv)
       do ll = 1, ni
         i = ireg(j0 + ll)
+        if (nnb(i) == 0) nv = nv + 1
         call regular_correct(i, xi(:,ll), vi(:,ll), gacc(:,ll), gjrk(:,ll), gf(:,ll), gfd(:,ll), &
-            listgp(:,ll), nnb0(ll))
+            listgp(:,ll), nnb_old(kreg(j0 + ll)))
       end do
       !$omp end parallel do
+      nvoid = nvoid + nv
       wall_corr_reg = wall_corr_reg + (wall_seconds() - t)
     end subroutine regular_chunk_with_old_counts
   end subroutine block_step
