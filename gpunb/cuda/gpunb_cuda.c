@@ -97,6 +97,7 @@ typedef struct cuda_state {
     int dirty; /* a call failed half-way: the counters need a reset */
     enum precise_mode precise_mode;
     int min_blocks; /* which compiled force variant (GPUNB_CUDA_FORCE_MIN_BLOCKS[_ALT]) */
+    int waves;      /* force blocks of a large-NI call, in units of what the GPU holds at once */
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
     float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
@@ -223,7 +224,7 @@ static int host_alloc(cuda_gpu *g, void **p, size_t bytes)
     return GPUNB_OK;
 }
 
-static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks)
+static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves)
 {
     struct cudaDeviceProp prop;
     int per_sm = 0, st;
@@ -247,8 +248,8 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks)
     CHECK(g, cudaMalloc((void **)&g->d_jlo, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_ibuf, 3 * sizeof(float4) * GPUNB_CUDA_NI_CHUNK));
     CHECK(g, cudaMalloc((void **)&g->d_iidx, sizeof(int4) * GPUNB_CUDA_NI_CHUNK));
-    /* nslices * ni_tiles <= max(force_blocks, ni_tiles) (see launch_gpu) */
-    partial_floats = (size_t)(g->force_blocks + GPUNB_CUDA_NI_CHUNK / GPUNB_CUDA_BLOCK_I) *
+    /* nslices * ni_tiles <= max(waves * force_blocks, ni_tiles) (see launch_gpu) */
+    partial_floats = (size_t)(waves * g->force_blocks + GPUNB_CUDA_NI_CHUNK / GPUNB_CUDA_BLOCK_I) *
                      GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_NPARTIAL;
     CHECK(g, cudaMalloc((void **)&g->d_partial, sizeof(float) * partial_floats));
     CHECK(g, cudaMalloc((void **)&g->d_nbcount, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
@@ -267,6 +268,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     int *ids, n = gpunb_cuda_devices_select(&ids, why), st;
     const char *mode = nb6_getenv("NB6ACCEL_CUDA_PRECISE");
     const char *blocks = nb6_getenv("NB6ACCEL_CUDA_FORCE_BLOCKS");
+    const char *waves = nb6_getenv("NB6ACCEL_CUDA_WAVES");
     const size_t chunk = GPUNB_CUDA_NI_CHUNK;
     cuda_state *s;
     size_t len;
@@ -285,6 +287,13 @@ static int cuda_open(void **state, int capacity, char *desc)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: NB6ACCEL_CUDA_FORCE_BLOCKS=\"%s\" is not %d or %d",
                           blocks, GPUNB_CUDA_FORCE_MIN_BLOCKS, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT);
     }
+    char *end = NULL;
+    const long nwaves = waves ? strtol(waves, &end, 10) : GPUNB_CUDA_WAVES;
+    if (waves && (end == waves || *end || nwaves < 1 || nwaves > GPUNB_CUDA_MAX_WAVES)) {
+        free(ids);
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: NB6ACCEL_CUDA_WAVES=\"%s\" is not in 1..%d", waves,
+                          GPUNB_CUDA_MAX_WAVES);
+    }
     s = calloc(1, sizeof *s);
     if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu)) ||
         !(s->redo = malloc(sizeof(int) * chunk)) || !(s->r_h2 = malloc(sizeof(double) * chunk)) ||
@@ -300,13 +309,14 @@ static int cuda_open(void **state, int capacity, char *desc)
                       : !strcmp(mode, "always")      ? PRECISE_ALWAYS
                                                      : PRECISE_NEVER;
     s->min_blocks = blocks ? atoi(blocks) : GPUNB_CUDA_FORCE_MIN_BLOCKS;
+    s->waves = (int)nwaves;
     s->ngpu = n;
     s->capacity_pad = (int)(tiles_of(capacity) * GPUNB_CUDA_TILE_J);
     for (int k = 0; k < n; k++)
         s->gpu[k].device = ids[k];
     free(ids);
     for (int k = 0; k < n; k++)
-        if ((st = open_gpu(&s->gpu[k], s->capacity_pad, s->min_blocks)) != GPUNB_OK) {
+        if ((st = open_gpu(&s->gpu[k], s->capacity_pad, s->min_blocks, s->waves)) != GPUNB_OK) {
             cuda_close(s);
             return st;
         }
@@ -323,7 +333,9 @@ static int cuda_open(void **state, int capacity, char *desc)
                                 s->gpu[k].force_blocks);
     if (len < NB6_ERRMSG_LEN)
         snprintf(desc + len, NB6_ERRMSG_LEN - len,
-                 "; float pairs about the j-set's centre of mass (two-float where needed), double sums");
+                 "; %d force waves for NI > %d; float pairs about the j-set's centre of mass (two-float "
+                 "where needed), double sums",
+                 s->waves, FUSED_REDUCE_NI);
     *state = s;
     return GPUNB_OK;
 }
@@ -476,11 +488,16 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     const int ni_tiles = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I;
     const int ni_pad = ni_tiles * GPUNB_CUDA_BLOCK_I;
     const int cap = cap_of(g, limit);
-    /* As many slices as fill the GPU in one wave (never more: a second wave
-     * would double the time), each at least a quarter tile; whole tiles
-     * where slices would be only a few quarters long (small NI: a slice that
+    /* Slices for one wave of the blocks the GPU holds at once where NI is
+     * small (the call's latency counts, and every slice adds to the
+     * reduction), for `waves` of them where NI is large: the warp
+     * schedulers favour older warps, so the blocks of one SM finish one
+     * after another, and with a single wave the SM ends the kernel with too
+     * few warps to hide latency; later waves fill the places of the early
+     * finishers.  Each slice at least a quarter tile; whole tiles where
+     * slices would be only a few quarters long (small NI: a slice that
      * starts or ends inside a tile idles warps, 25 -> 36 us at NI = 64). */
-    long long nslices = g->force_blocks / ni_tiles;
+    long long nslices = (long long)(ni > FUSED_REDUCE_NI ? s->waves : 1) * g->force_blocks / ni_tiles;
     int granule = 1;
 
     if (nslices < 1)
@@ -504,7 +521,8 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         .ntiles = g->ntiles, .j0 = g->j0, .ipos = g->d_ibuf, .ivel = g->d_ibuf + ni_pad,
         .ilo = g->d_ibuf + 2 * ni_pad, .iidx = members ? g->d_iidx : NULL, .ni_tiles = ni_tiles,
         .nslices = (int)nslices, .granule = granule,
-        .partial = g->d_partial, .nbcount = g->d_nbcount, .nblist = g->d_nblist, .cap = cap,
+        .partial = g->d_partial, .slices_inner = ni <= FUSED_REDUCE_NI, .nbcount = g->d_nbcount,
+        .nblist = g->d_nblist, .cap = cap,
         .total = g->d_total,
     };
     CHECK(g, cudaEventRecord(g->ev_force0, g->stream));

@@ -25,6 +25,11 @@
 #define GPUNB_CUDA_FORCE_MIN_BLOCKS 5
 #define GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT 4
 
+/* Force blocks of a call with NI > 256, in units of the blocks the GPU holds
+ * at once (NB6ACCEL_CUDA_WAVES overrides it, up to the maximum). */
+#define GPUNB_CUDA_WAVES 2
+#define GPUNB_CUDA_MAX_WAVES 16
+
 /* The fast kernel's floor on r^2 (see gpunb_cuda_force.cu); the host sends
  * an i to the PRECISE kernel where min_mass * h2 <= GPUNB_CUDA_H2M_SAFE. */
 #define GPUNB_CUDA_R2_FLOOR 1e-24f

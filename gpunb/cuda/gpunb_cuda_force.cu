@@ -1,8 +1,9 @@
 /* gpunb_cuda_force.cu -- the regular-force kernel: force, jerk, potential and
  * neighbour flags of BLOCK_I i-particles against one slice of the j-set per
  * block (the slices of one i-tile spread over the grid's x dimension), so
- * that even 32-64 i fill every SM; inside a block JWAYS threads share each i
- * and split the tile's j.
+ * that even 32-64 i fill every SM; inside a block JWAYS threads share each
+ * i and split the tile's j, and the next tile is copied into shared memory
+ * while the current one is computed.
  *
  * Precision: positions are float relative to an origin chosen at send (the
  * j-set's centre of mass), so particles far from the coordinate origin keep
@@ -24,24 +25,127 @@ static __device__ __forceinline__ float rsqrt_ftz(float x)
     return y;
 }
 
-/* Append a thread's buffered neighbours (column `lane` of buf) to its i's
- * unordered list in global memory; the count grows even past cap, so that
- * an overflow reports the true count. */
-static __device__ __noinline__ void flush_neighbours(int (*buf)[GPUNB_CUDA_FORCE_THREADS], int lane,
+/* Append a thread's buffered neighbours of one i (column `slot` of buf) to
+ * that i's unordered list in global memory; the count grows even past cap,
+ * so that an overflow reports the true count. */
+static __device__ __noinline__ void flush_neighbours(int (*buf)[GPUNB_CUDA_FORCE_THREADS], int slot,
                                                      int n, int *count, int *list, int cap)
 {
     int pos = atomicAdd(count, n);
     for (int e = 0; e < n && pos + e < cap; e++)
-        list[pos + e] = buf[e][lane];
+        list[pos + e] = buf[e][slot];
+}
+
+/* One 16-byte j record from global to shared memory: asynchronous on sm_80
+ * and later (the copy of the next tile then overlaps the current tile's
+ * arithmetic without holding registers), a plain load and store before. */
+static __device__ __forceinline__ void copy16(float4 *dst, const float4 *src)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(__cvta_generic_to_global(src))
+                 : "memory");
+#else
+    *dst = *src;
+#endif
+}
+
+static __device__ __forceinline__ void copies_commit(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+/* Wait for this thread's copies except the most recently committed group. */
+static __device__ __forceinline__ void copies_wait_all_but_last(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+#endif
+}
+
+/* The running sums of one i over the current tile (float; the tile sums go
+ * to double in shared memory). */
+typedef struct tile_sums {
+    float ax, ay, az, jx, jy, jz, pot;
+} tile_sums;
+
+/* One pairwise interaction; returns the neighbour flag.
+ * Per interaction (fast kernel, SASS): the j record's 2 LDS.128, 6 FADD (dx, dv), 3 (r2, floor folded in), 3 + 3 (rp,
+ * rp2), FMUL + 2 FSETP (criterion), MUFU + FSEL, 3 FMUL (rinv2, m rinv, m
+ * rinv^3), FADD (pot), 3 FFMA (acc), 3 + 2 + 6 (jerk), 1 (flag) = 41
+ * instructions for the 60 flops of the convention; the PRECISE one adds an
+ * LDS and 3 FADD (and the exact r = 0 test). */
+template <bool PRECISE>
+static __device__ __forceinline__ bool interact(const float4 pi, const float4 vi, const float4 li,
+                                                const float4 pj, const float4 vj, const float4 lj,
+                                                tile_sums &s)
+{
+    const float h2 = pi.w, dt = vi.w;
+    float dx = pj.x - pi.x, dy = pj.y - pi.y, dz = pj.z - pi.z;
+    if (PRECISE) {
+        dx += lj.x - li.x;
+        dy += lj.y - li.y;
+        dz += lj.z - li.z;
+    }
+    const float dvx = vj.x - vi.x, dvy = vj.y - vi.y, dvz = vj.z - vi.z;
+    /* The fast kernel floors r2 at R2_FLOOR (folded into an FFMA): rsqrt
+     * stays finite at r = 0, so only neighbours need the select; an r = 0
+     * pair that is no neighbour then adds m * 0 (zero-mass j) to the forces,
+     * but m_i * 1e12 to the potential if it is i itself with m_i h2 <=
+     * R2_FLOOR: the host sends such i (h2 ~ 0) to the PRECISE kernel, which
+     * tests r2 == 0 exactly. */
+    const float r2 = PRECISE ? dx * dx + dy * dy + dz * dz
+                             : fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, GPUNB_CUDA_R2_FLOOR)));
+    const float px = dx + dt * dvx, py = dy + dt * dvy, pz = dz + dt * dvz;
+    const float rp2 = px * px + py * py + pz * pz;
+    const float mh2 = pj.w * h2;
+    /* Neighbour: min(r2, rp2) < m_j h2, written without a branch.
+     * Neighbours and r = 0 pairs get rinv = 0: no force, no NaN. */
+    const bool nb = (r2 < mh2) | (rp2 < mh2);
+    float rinv = rsqrt_ftz(r2);
+    rinv = (PRECISE ? (nb | (r2 == 0.0f)) : nb) ? 0.0f : rinv;
+    const float rinv2 = rinv * rinv;
+    const float mr = pj.w * rinv;
+    const float mr3 = mr * rinv2;
+    const float rv = dx * dvx + dy * dvy + dz * dvz;
+    const float alpha = -3.0f * rv * rinv2;
+    s.pot += mr;
+    s.ax += mr3 * dx;
+    s.ay += mr3 * dy;
+    s.az += mr3 * dz;
+    s.jx += mr3 * (dvx + alpha * dx);
+    s.jy += mr3 * (dvy + alpha * dy);
+    s.jz += mr3 * (dvz + alpha * dz);
+    return nb;
+}
+
+/* Copy j-tile t (TILE_J records, one per thread) into shared buffer b. */
+template <bool PRECISE>
+static __device__ __forceinline__ void load_tile(const gpunb_cuda_force_args &a, long long t, int tid,
+                                                 float4 (*sp)[GPUNB_CUDA_TILE_J], float4 (*sv)[GPUNB_CUDA_TILE_J],
+                                                 float4 *sl, int b)
+{
+    const long long j = t * GPUNB_CUDA_TILE_J + tid;
+    copy16(&sp[b][tid], a.jpos + j);
+    copy16(&sv[b][tid], a.jvel + j);
+    if (PRECISE)
+        copy16(sl + b * GPUNB_CUDA_TILE_J + tid, a.jlo + j); /* sl: [2][TILE_J] */
 }
 
 template <bool PRECISE, int MIN_BLOCKS>
 static __global__ void __launch_bounds__(GPUNB_CUDA_FORCE_THREADS, MIN_BLOCKS)
 gpunb_force_kernel(const gpunb_cuda_force_args a)
 {
-    __shared__ float4 sp[GPUNB_CUDA_TILE_J], sv[GPUNB_CUDA_TILE_J];
-    __shared__ float4 sl[PRECISE ? GPUNB_CUDA_TILE_J : 1];
-    __shared__ int nbbuf[GPUNB_CUDA_NB_BUFFER][GPUNB_CUDA_FORCE_THREADS];
+    /* Two buffers of the j-tile: tile t + 1 is on its way while t is used. */
+    __shared__ __align__(16) float4 sp[2][GPUNB_CUDA_TILE_J], sv[2][GPUNB_CUDA_TILE_J];
+    __shared__ __align__(16) float4 sl[PRECISE ? 2 : 1][PRECISE ? GPUNB_CUDA_TILE_J : 1];
+    /* Neighbours buffered per thread before a flush to global memory: fewer
+     * in the PRECISE kernel, whose third j array would otherwise leave room
+     * for only 4 blocks per SM. */
+    constexpr int NB_DEPTH = PRECISE ? GPUNB_CUDA_NB_BUFFER / 2 : GPUNB_CUDA_NB_BUFFER;
+    __shared__ int nbbuf[NB_DEPTH][GPUNB_CUDA_FORCE_THREADS];
     /* Each thread's running sums in double, in shared memory rather than in
      * 14 registers: touched once per tile, and the registers they free let
      * more warps share each SM. */
@@ -58,6 +162,8 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
     const long long nunits = a.ntiles * GPUNB_CUDA_JWAYS / a.granule;
     const long long q_begin = nunits * slice / a.nslices * a.granule;
     const long long q_end = nunits * (slice + 1) / a.nslices * a.granule;
+    const long long t_begin = q_begin / GPUNB_CUDA_JWAYS;
+    const long long t_end = (q_end + GPUNB_CUDA_JWAYS - 1) / GPUNB_CUDA_JWAYS;
 
     if (slice == 0 && blockIdx.y == 0 && tid == 0)
         *a.total = 0; /* the gathering kernel's allocator, for this call */
@@ -81,7 +187,6 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
         if (PRECISE)
             li = a.ilo[i];
     }
-    const float h2 = pi.w, dt = vi.w;
 #pragma unroll
     for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++)
         sums[c][tid] = 0.0;
@@ -89,91 +194,51 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
     int *const my_count = a.nbcount + i;
     int *const my_list = a.nblist + (size_t)i * a.cap;
 
-    for (long long t = q_begin / GPUNB_CUDA_JWAYS; t * GPUNB_CUDA_JWAYS < q_end; t++) {
-        const long long jt = t * GPUNB_CUDA_TILE_J;
+    int b = 0;
+    if (t_begin < t_end)
+        load_tile<PRECISE>(a, t_begin, tid, sp, sv, &sl[0][0], 0);
+    copies_commit();
+    for (long long t = t_begin; t < t_end; t++) {
+        if (t + 1 < t_end)
+            load_tile<PRECISE>(a, t + 1, tid, sp, sv, &sl[0][0], b ^ 1);
+        copies_commit();
+        copies_wait_all_but_last(); /* this thread's part of tile t is in */
+        __syncthreads();            /* ... and every thread's */
         const long long my_quarter = t * GPUNB_CUDA_JWAYS + way;
-        sp[tid] = a.jpos[jt + tid];
-        sv[tid] = a.jvel[jt + tid];
-        if (PRECISE)
-            sl[tid] = a.jlo[jt + tid];
-        __syncthreads();
         if (my_quarter >= q_begin && my_quarter < q_end) { /* uniform per warp */
-            float ax = 0, ay = 0, az = 0, jx = 0, jy = 0, jz = 0, pot = 0;
+            tile_sums s = {0, 0, 0, 0, 0, 0, 0};
             const int j_first = way * GPUNB_CUDA_BLOCK_I; /* this thread's part of the tile */
 #pragma unroll
             for (int w = 0; w < GPUNB_CUDA_BLOCK_I / 32; w++) {
                 unsigned bits = 0;
 #pragma unroll
                 for (int k = 0; k < 32; k++) {
-                    /* Per interaction (fast kernel, SASS): 2 LDS.128, 6 FADD
-                     * (dx, dv), 3 (r2, floor folded in), 3 + 3 (rp, rp2),
-                     * FMUL + 2 FSETP (criterion), MUFU + FSEL, 3 FMUL
-                     * (rinv2, m rinv, m rinv^3), FADD (pot), 3 FFMA (acc),
-                     * 3 + 2 + 6 (jerk), 1 (flag) = 41 instructions for the
-                     * 60 flops of the convention; the PRECISE one adds an
-                     * LDS and 3 FADD (and the exact r = 0 test). */
                     const int q = j_first + w * 32 + k;
-                    const float4 pj = sp[q], vj = sv[q];
-                    float dx = pj.x - pi.x, dy = pj.y - pi.y, dz = pj.z - pi.z;
-                    if (PRECISE) {
-                        const float4 lj = sl[q];
-                        dx += lj.x - li.x;
-                        dy += lj.y - li.y;
-                        dz += lj.z - li.z;
-                    }
-                    const float dvx = vj.x - vi.x, dvy = vj.y - vi.y, dvz = vj.z - vi.z;
-                    /* The fast kernel floors r2 at R2_FLOOR (folded into an FFMA):
-                     * rsqrt stays finite at r = 0, so only neighbours need the
-                     * select; an r = 0 pair that is no neighbour then adds
-                     * m * 0 (zero-mass j) to the forces, but m_i * 1e12 to the
-                     * potential if it is i itself with m_i h2 <= R2_FLOOR: the
-                     * host sends such i (h2 ~ 0) to the PRECISE kernel, which
-                     * tests r2 == 0 exactly. */
-                    const float r2 = PRECISE ? dx * dx + dy * dy + dz * dz
-                                             : fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, GPUNB_CUDA_R2_FLOOR)));
-                    const float px = dx + dt * dvx, py = dy + dt * dvy, pz = dz + dt * dvz;
-                    const float rp2 = px * px + py * py + pz * pz;
-                    const float mh2 = pj.w * h2;
-                    /* Neighbour: min(r2, rp2) < m_j h2, written without a branch.
-                     * Neighbours and r = 0 pairs get rinv = 0: no force, no NaN. */
-                    const bool nb = (r2 < mh2) | (rp2 < mh2);
-                    float rinv = rsqrt_ftz(r2);
-                    rinv = (PRECISE ? (nb | (r2 == 0.0f)) : nb) ? 0.0f : rinv;
-                    const float rinv2 = rinv * rinv;
-                    const float mr = pj.w * rinv;
-                    const float mr3 = mr * rinv2;
-                    const float rv = dx * dvx + dy * dvy + dz * dvz;
-                    const float alpha = -3.0f * rv * rinv2;
-                    pot += mr;
-                    ax += mr3 * dx;
-                    ay += mr3 * dy;
-                    az += mr3 * dz;
-                    jx += mr3 * (dvx + alpha * dx);
-                    jy += mr3 * (dvy + alpha * dy);
-                    jz += mr3 * (dvz + alpha * dz);
-                    bits |= nb ? (1u << k) : 0u;
+                    const float4 lj = PRECISE ? sl[b][q] : make_float4(0, 0, 0, 0);
+                    bits |= interact<PRECISE>(pi, vi, li, sp[b][q], sv[b][q], lj, s) ? (1u << k) : 0u;
                 }
                 /* Rare: a word with a neighbour.  Buffer them in shared memory;
                  * global memory only when the buffer is full. */
                 while (bits) {
                     const int k = __ffs(bits) - 1;
                     bits &= bits - 1;
-                    if (nbuf == GPUNB_CUDA_NB_BUFFER) {
+                    if (nbuf == NB_DEPTH) {
                         flush_neighbours(nbbuf, tid, nbuf, my_count, my_list, a.cap);
                         nbuf = 0;
                     }
-                    nbbuf[nbuf++][tid] = a.j0 + (int)jt + j_first + w * 32 + k;
+                    nbbuf[nbuf++][tid] = a.j0 + (int)(t * GPUNB_CUDA_TILE_J) + j_first + w * 32 + k;
                 }
             }
-            sums[0][tid] += ax;
-            sums[1][tid] += ay;
-            sums[2][tid] += az;
-            sums[3][tid] += jx;
-            sums[4][tid] += jy;
-            sums[5][tid] += jz;
-            sums[6][tid] += pot;
+            sums[0][tid] += s.ax;
+            sums[1][tid] += s.ay;
+            sums[2][tid] += s.az;
+            sums[3][tid] += s.jx;
+            sums[4][tid] += s.jy;
+            sums[5][tid] += s.jz;
+            sums[6][tid] += s.pot;
         }
-        __syncthreads();
+        __syncthreads(); /* buffer b is free for the copy of tile t + 2 */
+        b ^= 1;
     }
     if (nbuf)
         flush_neighbours(nbbuf, tid, nbuf, my_count, my_list, a.cap);
@@ -181,13 +246,18 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
     /* The JWAYS partial sums of each i, added in a fixed order. */
     __syncthreads();
     if (way == 0) {
-        float *out = a.partial + (size_t)slice * GPUNB_CUDA_NPARTIAL * ni_pad + i;
+        /* slices_inner: each i's slices side by side, for the fused gathering
+         * kernel (a block per i reads them coalesced; these scattered stores
+         * cost the force blocks nothing they wait for) */
+        const size_t c_stride = a.slices_inner ? (size_t)ni_pad * a.nslices : (size_t)ni_pad;
+        float *out = a.partial + (a.slices_inner ? (size_t)i * a.nslices + slice
+                                                 : (size_t)slice * GPUNB_CUDA_NPARTIAL * ni_pad + i);
 #pragma unroll
         for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++) {
-            double s = sums[c][ti];
+            double sum = sums[c][ti];
             for (int w = 1; w < GPUNB_CUDA_JWAYS; w++)
-                s += sums[c][ti + w * GPUNB_CUDA_BLOCK_I];
-            out[(size_t)c * ni_pad] = (float)s;
+                sum += sums[c][ti + w * GPUNB_CUDA_BLOCK_I];
+            out[c * c_stride] = (float)sum;
         }
     }
 }
@@ -212,7 +282,7 @@ extern "C" cudaError_t gpunb_cuda_launch_force(const gpunb_cuda_force_args *a, c
 
 /* The force kernels use shared memory, not L1: ask for the largest shared
  * carveout, so that the driver's choice of split never caps the blocks per
- * SM below what the registers allow (5 x 31 KB needs the 164 KB split). */
+ * SM below what the registers allow (5 x 39 KB needs the 196 KB split). */
 template <bool PRECISE, int MIN_BLOCKS>
 static cudaError_t prefer_shared(void)
 {

@@ -28,14 +28,15 @@ gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, i
     const int i = blockIdx.x, tid = threadIdx.x;
 
     if (REDUCE) { /* the slices of i over the threads, then a fixed-order sum */
-        const size_t stride = (size_t)GPUNB_CUDA_NPARTIAL * ni_pad;
+        /* layout slices_inner: partial[(c * ni_pad + i) * nslices + slice] */
+        const size_t c_stride = (size_t)ni_pad * nslices;
+        const float *p = partial + (size_t)i * nslices;
         double sum[GPUNB_CUDA_NPARTIAL] = {0, 0, 0, 0, 0, 0, 0};
 #pragma unroll 2
         for (int sl = tid; sl < nslices; sl += GPUNB_CUDA_GATHER_THREADS) {
-            const float *p = partial + (size_t)sl * stride + i;
 #pragma unroll
             for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++)
-                sum[c] += p[(size_t)c * ni_pad];
+                sum[c] += p[c * c_stride + sl];
         }
 #pragma unroll
         for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++) {

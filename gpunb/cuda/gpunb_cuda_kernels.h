@@ -19,7 +19,8 @@ extern "C" {
  * padding past the real j).  i data: ipos[i] = (x, y, z, h2), ivel[i] =
  * (vx, vy, vz, dtr), i < ni_tiles * BLOCK_I (padding has h2 < 0).
  * jlo/ilo = (lo_x, lo_y, lo_z, 0) are read only when precise is set.
- * Outputs: partial[(slice * NPARTIAL + c) * ni_pad + i] for nslices slices;
+ * Outputs: partial[(slice * NPARTIAL + c) * ni_pad + i] for nslices slices
+ * (or, with slices_inner set, partial[(c * ni_pad + i) * nslices + slice]);
  * nbcount[i] += neighbours found (must be 0 on entry), and the first `cap`
  * of them (j0 + local index, unordered) in nblist[i * cap + ...]; *total is
  * zeroed for the gathering kernel. */
@@ -37,6 +38,7 @@ typedef struct gpunb_cuda_force_args {
     int nslices;
     int granule; /* a slice is a whole number of this many quarter tiles (1 or JWAYS) */
     float *partial;
+    int slices_inner; /* the partial layout the fused gathering kernel reads coalesced */
     int *nbcount;
     int *nblist;
     int cap;
@@ -54,8 +56,9 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nsli
 
 /* For each i < ni: read and reset nbcount[i]; if it exceeds limit store
  * -count, else sort the list, place it at an offset taken from *total in
- * compact[] and store count and offset in result[i].  With partial set, also
- * do what gpunb_cuda_launch_reduce does (one launch for small ni). */
+ * compact[] and store count and offset in result[i].  With partial set (in
+ * the slices_inner layout of the force kernel), also do what
+ * gpunb_cuda_launch_reduce does (one launch for small ni). */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist, int cap,
                                                   int ni, int limit, int *total, int *compact,
                                                   gpunb_cuda_result *result, const float *partial,

@@ -11,7 +11,9 @@ tests_gpu_test_gpunb_cuda_LDADD = $(TEST_LIBS)
 tests_gpu_test_gpunb_resident_cuda_LDADD = $(TEST_LIBS)
 tests_gpu_test_gpunb_resident_cuda_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 tests_gpu_bench_gpunb_LDADD = $(TEST_LIBS)
-EXTRA_DIST += tests/gpu/run-on-device.sh tests/gpu/sass_per_interaction.sh tests/gpu/run-two-gpus.sh
+EXTRA_DIST += tests/gpu/run-on-device.sh tests/gpu/sass_per_interaction.sh tests/gpu/run-two-gpus.sh \
+	tests/gpu/device-build.sh \
+	tests/gpu/run-variants.sh
 if HAVE_CUDA
 tests_gpu_bench_gpunb_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests $(CUDA_CPPFLAGS)
 tests_gpu_bench_gpunb_LDADD += $(CUDA_LIBS)

@@ -364,6 +364,47 @@ static void check_gpu_list(void)
     unsetenv("GPU_LIST");
 }
 
+/* NB6ACCEL_CUDA_WAVES: values outside 1..GPUNB_CUDA_MAX_WAVES are refused
+ * with a message naming the variable; one wave and many waves of force
+ * blocks (more slices, so more partial sums to reduce) give the same answers
+ * within single precision. */
+static void check_waves(int quick)
+{
+    const char *bad[] = {"0", "17", "many", "3x"};
+    for (unsigned k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        gpunb *h = NULL;
+        setenv("NB6ACCEL_CUDA_WAVES", bad[k], 1);
+        TL_CHECK(gpunb_open(&h, 100, GPUNB_BACKEND_CUDA) == GPUNB_EUSAGE &&
+                     strstr(gpunb_last_error(), "NB6ACCEL_CUDA_WAVES") != NULL,
+                 "NB6ACCEL_CUDA_WAVES=%s: open gave \"%s\"", bad[k], h ? "success" : gpunb_last_error());
+        gpunb_close(h);
+    }
+    const char *good[] = {"1", "7"};
+    const int nj = quick ? 3000 : 100000;
+    tl_cluster c;
+    problem p;
+    tl_cluster_make(&c, nj, nj / 100 + 2, 1.5, 0.2);
+    problem_init(&p, &c);
+    for (unsigned k = 0; k < sizeof good / sizeof good[0]; k++) {
+        gpunb *gpu = NULL, *ref = NULL;
+        char label[64];
+        setenv("NB6ACCEL_CUDA_WAVES", good[k], 1);
+        if (TL_CHECK(gpunb_open(&gpu, nj, GPUNB_BACKEND_CUDA) == GPUNB_OK &&
+                         gpunb_open(&ref, nj, GPUNB_BACKEND_REFERENCE) == GPUNB_OK,
+                     "open with NB6ACCEL_CUDA_WAVES=%s failed: %s", good[k], gpunb_last_error())) {
+            gpunb_send(gpu, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v);
+            gpunb_send(ref, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v);
+            snprintf(label, sizeof label, "%s waves, NI=%d", good[k], quick ? 300 : 2048);
+            check_case(gpu, ref, &p, quick ? 300 : 2048, 50.0, 500, 450, label);
+        }
+        gpunb_close(gpu);
+        gpunb_close(ref);
+    }
+    unsetenv("NB6ACCEL_CUDA_WAVES");
+    problem_free(&p);
+    tl_cluster_free(&c);
+}
+
 int main(int argc, char **argv)
 {
     unsetenv("NB6ACCEL_GPUNB");
@@ -456,6 +497,7 @@ int main(int argc, char **argv)
     }
     check_potential(quick ? 2000 : 20000);
     check_gpu_list();
+    check_waves(quick);
 
     printf("relative errors vs double over %ld columns: acc worst %.3e rms %.3e, jerk worst %.3e rms "
            "%.3e, pot worst %.3e; %ld ambiguous members moved, %ld overflowed columns\n",
