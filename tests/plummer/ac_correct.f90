@@ -66,16 +66,13 @@ contains
     real(dp), intent(in) :: xp(3), vp(3), firr(3), fd(3)
     logical, intent(in) :: regular_due
     real(dp) :: dt, df(3), at3(3), bt2(3), fdum(3), ttmp, dt0, dtsq, dv2, f2, dtj, dtr
-    real(dp) :: d2i(3), d3i(3), fd0(3)
+    real(dp) :: d2i(3), d3i(3)
     integer :: k
 
     dt = time - t0(i)
     dtsq = dt * dt
     df = fi(:,i) - firr
-    ! A copy: FIDOT is a strided view (ac_state), and a section of it would
-    ! go through a run-time packing check on every call.
-    fd0 = fidot(:,i)
-    call hermite_coefficients(df, fd0, fd, dt, at3, bt2)
+    call hermite_coefficients(df, fidot(:,i), fd, dt, at3, bt2)
     do k = 1, 3
       x0(k,i) = xp(k) + (0.6_dp * at3(k) + bt2(k)) * dtsq * one12
       x0dot(k,i) = vp(k) + (0.75_dp * at3(k) + bt2(k)) * dt * one3
@@ -143,7 +140,7 @@ contains
     real(dp), intent(in) :: xi(3), xidot(3), freg_in(3), fdr_in(3), firr(3), fd(3)
     integer, intent(in) :: list(:)
     real(dp) :: freg(3), fdr(3), dtr, dtsq, dt6, dt2, dtsq12, dtr13, dfr(3), fdr0(3)
-    real(dp) :: at3(3), bt2(3), dfd2, fdr2, fr2, ttmp, dt0, dv2, vi2, dtj, d2ri(3), d3ri(3), frd0(3)
+    real(dp) :: at3(3), bt2(3), dfd2, fdr2, fr2, ttmp, dt0, dv2, vi2, dtj, d2ri(3), d3ri(3)
     integer :: k, nb
 
     freg = freg_in
@@ -175,8 +172,7 @@ contains
       dfr(k) = fr(k,i) - (firr(k) - fi(k,i)) - freg(k)
       fdr0(k) = fdr(k) - (fidot(k,i) - fd(k))
     end do
-    frd0 = frdot(:,i)
-    call hermite_coefficients(dfr, frd0, fdr0, dtr, at3, bt2)
+    call hermite_coefficients(dfr, frdot(:,i), fdr0, dtr, at3, bt2)
     do k = 1, 3
       x0(k,i) = x0(k,i) + (0.6_dp * at3(k) + bt2(k)) * dtsq12
       x0dot(k,i) = x0dot(k,i) + (0.75_dp * at3(k) + bt2(k)) * dtr13

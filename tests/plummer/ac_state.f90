@@ -42,21 +42,13 @@ module ac_state
   real(dp), allocatable :: x0(:,:), x0dot(:,:)    ! corrected state at T0
   real(dp), allocatable :: x(:,:), xdot(:,:)      ! predicted state at TPRED
   real(dp), allocatable :: f(:,:), fdot(:,:)      ! acc/2, jerk/6 at T0
-  ! Irregular force, derivative; regular force, derivative (at T0R).  Views
-  ! of one array, a 96-byte record per body (rows 1-3, 4-6, 7-9, 10-12):
-  ! a corrector visits bodies scattered over memory, and four separate
-  ! arrays cost it about five cache lines per body instead of two or three.
-  ! Only the correctors and the start use them (no library call takes them).
-  real(dp), pointer :: fi(:,:) => null(), fidot(:,:) => null()
-  real(dp), pointer :: fr(:,:) => null(), frdot(:,:) => null()
+  real(dp), allocatable :: fi(:,:), fidot(:,:)    ! irregular force, derivative
+  real(dp), allocatable :: fr(:,:), frdot(:,:)    ! regular force, derivative (at T0R)
   ! Irregular and regular 2nd, 3rd derivatives at time 0 (FPOLY2, for the
   ! first steps); the correctors keep theirs local (only the criterion reads them).
   real(dp), allocatable :: d2(:,:), d3(:,:)
   real(dp), allocatable :: d2r(:,:), d3r(:,:)
-  ! T0 and TPRED go to CXVPRED as arrays; STEP, STEPR, T0R are views of one
-  ! array (a 24-byte record per body), for the same reason as FI ... FRDOT.
-  real(dp), allocatable :: t0(:), tpred(:)
-  real(dp), pointer :: step(:) => null(), stepr(:) => null(), t0r(:) => null()
+  real(dp), allocatable :: t0(:), t0r(:), step(:), stepr(:), tpred(:)
   !> Body i's next irregular step ends at its regular time (NBODY6's test
   !> TNEW >= T0R + STEPR, made by the corrector while the body is in cache):
   !> the scheduler reads this one byte per member (64 KiB at 64k, cache-
@@ -64,9 +56,6 @@ module ac_state
   logical(1), allocatable :: regdue(:)
   real(dp), allocatable :: rs(:)                  ! neighbour radius
   integer, allocatable :: nnb(:)                  ! current list length (self excluded)
-
-  !> The storage behind the views above.
-  real(dp), allocatable, target, private :: fblock(:,:), tblock(:,:)
 
   ! ---- time and counters ----------------------------------------------------
   real(dp) :: time = 0
@@ -96,23 +85,14 @@ contains
     integer, intent(in) :: nbodies
     n = nbodies
     allocate(body(n), x0(3,n), x0dot(3,n), x(3,n), xdot(3,n), f(3,n), fdot(3,n))
-    allocate(d2(3,n), d3(3,n), d2r(3,n), d3r(3,n))
-    allocate(fblock(12,n), tblock(3,n))
-    fi => fblock(1:3,:)
-    fidot => fblock(4:6,:)
-    fr => fblock(7:9,:)
-    frdot => fblock(10:12,:)
-    step => tblock(1,:)
-    stepr => tblock(2,:)
-    t0r => tblock(3,:)
-    allocate(t0(n), tpred(n), regdue(n), rs(n), nnb(n))
+    allocate(fi(3,n), fidot(3,n), fr(3,n), frdot(3,n), d2(3,n), d3(3,n), d2r(3,n), d3r(3,n))
+    allocate(t0(n), t0r(n), step(n), stepr(n), tpred(n), regdue(n), rs(n), nnb(n))
   end subroutine state_allocate
 
   subroutine state_free()
     if (allocated(body)) then
-      deallocate(body, x0, x0dot, x, xdot, f, fdot, d2, d3, d2r, d3r)
-      deallocate(fblock, tblock, t0, tpred, regdue, rs, nnb)
-      nullify(fi, fidot, fr, frdot, step, stepr, t0r)
+      deallocate(body, x0, x0dot, x, xdot, f, fdot, fi, fidot, fr, frdot, d2, d3, d2r, d3r)
+      deallocate(t0, t0r, step, stepr, tpred, regdue, rs, nnb)
     end if
     n = 0
     time = 0
