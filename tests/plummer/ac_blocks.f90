@@ -17,16 +17,20 @@ module ac_blocks
     integer :: count = 0
   end type level_list
 
+  integer(int64), parameter :: mantissa = shiftl(1_int64, 52) - 1
   type(level_list) :: levels(maxlevel)
   integer, allocatable :: level(:), slot(:)
 
 contains
 
-  !> Level of a power-of-two step s <= smax.
+  !> Level of a power-of-two step s <= smax, from the biased exponents of
+  !> the IEEE doubles (EXPONENT is a frexp call with gfortran, and
+  !> blocks_move asks for every body whose step changed: millions of times
+  !> per run).  A negative s gives a level far below 1.
   pure function level_of(s) result(l)
     real(dp), intent(in) :: s
     integer :: l
-    l = exponent(smax) - exponent(s) + 1
+    l = int(shiftr(transfer(smax, 0_int64), 52)) - int(shiftr(transfer(s, 0_int64), 52)) + 1
   end function level_of
 
   subroutine blocks_init()
@@ -114,7 +118,8 @@ contains
     integer, intent(in) :: i
     integer :: l
     l = level_of(step(i))
-    if (l < 1 .or. l > maxlevel .or. fraction(step(i)) /= 0.5_dp) then
+    ! A power of two has no mantissa bits (FRACTION = 0.5).
+    if (l < 1 .or. l > maxlevel .or. iand(transfer(step(i), 0_int64), mantissa) /= 0) then
       write(*, '(a,i0,a,es12.4,a,es12.4)') 'plummer_ac: step of body ', i, ' = ', step(i), &
           ' is not a power of two in [smax/2**59, smax], smax = ', smax
       stop 3
