@@ -497,7 +497,8 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
      * finishers.  Each slice at least a quarter tile; whole tiles where
      * slices would be only a few quarters long (small NI: a slice that
      * starts or ends inside a tile idles warps, 25 -> 36 us at NI = 64). */
-    long long nslices = (long long)(ni > FUSED_REDUCE_NI ? s->waves : 1) * g->force_blocks / ni_tiles;
+    const int fused = ni <= FUSED_REDUCE_NI; /* one kernel reduces and gathers */
+    long long nslices = (long long)(fused ? 1 : s->waves) * g->force_blocks / ni_tiles;
     int granule = 1;
 
     if (nslices < 1)
@@ -521,14 +522,14 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         .ntiles = g->ntiles, .j0 = g->j0, .ipos = g->d_ibuf, .ivel = g->d_ibuf + ni_pad,
         .ilo = g->d_ibuf + 2 * ni_pad, .iidx = members ? g->d_iidx : NULL, .ni_tiles = ni_tiles,
         .nslices = (int)nslices, .granule = granule,
-        .partial = g->d_partial, .slices_inner = ni <= FUSED_REDUCE_NI, .nbcount = g->d_nbcount,
+        .partial = g->d_partial, .slices_inner = fused, .nbcount = g->d_nbcount,
         .nblist = g->d_nblist, .cap = cap,
         .total = g->d_total,
     };
     CHECK(g, cudaEventRecord(g->ev_force0, g->stream));
     CHECK(g, gpunb_cuda_launch_force(&a, g->stream));
     CHECK(g, cudaEventRecord(g->ev_force1, g->stream));
-    if (ni <= FUSED_REDUCE_NI) {
+    if (fused) {
         CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit, g->d_total,
                                           compact_of(g->d_hout, ni), results_of(g->d_hout), g->d_partial,
                                           (int)nslices, ni_pad, g->stream));

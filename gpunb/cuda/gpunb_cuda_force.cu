@@ -25,15 +25,15 @@ static __device__ __forceinline__ float rsqrt_ftz(float x)
     return y;
 }
 
-/* Append a thread's buffered neighbours of one i (column `slot` of buf) to
- * that i's unordered list in global memory; the count grows even past cap,
- * so that an overflow reports the true count. */
-static __device__ __noinline__ void flush_neighbours(int (*buf)[GPUNB_CUDA_FORCE_THREADS], int slot,
+/* Append a thread's buffered neighbours (column `lane` of buf) to its i's
+ * unordered list in global memory; the count grows even past cap, so that
+ * an overflow reports the true count. */
+static __device__ __noinline__ void flush_neighbours(int (*buf)[GPUNB_CUDA_FORCE_THREADS], int lane,
                                                      int n, int *count, int *list, int cap)
 {
     int pos = atomicAdd(count, n);
     for (int e = 0; e < n && pos + e < cap; e++)
-        list[pos + e] = buf[e][slot];
+        list[pos + e] = buf[e][lane];
 }
 
 /* One 16-byte j record from global to shared memory: asynchronous on sm_80
@@ -71,12 +71,12 @@ typedef struct tile_sums {
     float ax, ay, az, jx, jy, jz, pot;
 } tile_sums;
 
-/* One pairwise interaction; returns the neighbour flag.
- * Per interaction (fast kernel, SASS): the j record's 2 LDS.128, 6 FADD (dx, dv), 3 (r2, floor folded in), 3 + 3 (rp,
- * rp2), FMUL + 2 FSETP (criterion), MUFU + FSEL, 3 FMUL (rinv2, m rinv, m
- * rinv^3), FADD (pot), 3 FFMA (acc), 3 + 2 + 6 (jerk), 1 (flag) = 41
- * instructions for the 60 flops of the convention; the PRECISE one adds an
- * LDS and 3 FADD (and the exact r = 0 test). */
+/* One pairwise interaction into s; returns the neighbour flag.  In SASS
+ * (fast kernel, with the caller's flag bit): 2 LDS.128, 6 FADD (dx, dv), 3
+ * (r2, floor folded in), 3 + 3 (rp, rp2), FMUL + 2 FSETP (criterion), MUFU +
+ * FSEL, 3 FMUL (rinv2, m rinv, m rinv^3), FADD (pot), 3 FFMA (acc), 3 + 2 +
+ * 6 (jerk), 1 (flag) = 41 instructions for the 60 flops of the convention;
+ * the PRECISE one adds an LDS and 3 FADD (and the exact r = 0 test). */
 template <bool PRECISE>
 static __device__ __forceinline__ bool interact(const float4 pi, const float4 vi, const float4 li,
                                                 const float4 pj, const float4 vj, const float4 lj,

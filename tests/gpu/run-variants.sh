@@ -11,6 +11,8 @@
 # carrying .devtools configure Makefile.in aclocal.m4 config.h.in build-aux m4):
 #   bash tests/gpu/run-variants.sh                 (logs in $OUT or /tmp/variants-out)
 #   VARIANTS="5" WAVES="1 2 4" MODES=never bash tests/gpu/run-variants.sh
+# (TEST_WAVES sets NB6ACCEL_CUDA_WAVES for the quick tests; BENCH_NI, BENCH_NJ
+# the benchmark's sizes; SANITIZE_VARIANTS, NCU_VARIANTS="" skip those steps.)
 set -u
 SRC=$(pwd)
 OUT=${OUT:-/tmp/variants-out}
