@@ -5,8 +5,9 @@
  * threads, the GPU's j range split into slices over the blocks, as many as
  * the GPU keeps resident, sized from its SM count at open), the reduction
  * kernel (partial forces summed in double) and the list-gathering kernel
- * (sorted compact lists; for small NI one kernel does both), which write the
- * NI result records and the compact lists behind them straight into pinned
+ * (sorted lists; for small NI one kernel does both, or with the single
+ * launch the force kernel itself after a grid-wide barrier), which write the
+ * NI result records and the sorted lists behind them straight into pinned
  * host memory (no download to wait for); then one synchronisation per GPU
  * and the sum over GPUs in double on the host.  The j-set is split over the
  * GPUs in contiguous ranges, so their lists concatenate in ascending order.
@@ -64,6 +65,7 @@ typedef struct cuda_gpu {
     char name[256];
     int sms;          /* multiprocessors                                  */
     int force_blocks; /* force blocks resident at once on the whole GPU   */
+    int single_blocks; /* the same for the single-launch kernels; 0: no single launch */
     cudaStream_t stream, side;     /* side: the gathering kernel, beside the reduction */
     cudaEvent_t ev_force0, ev_force1; /* timing of the force kernel */
     cudaEvent_t ev_fork, ev_join;     /* side waits for the force, stream for side */
@@ -74,9 +76,9 @@ typedef struct cuda_gpu {
     float4 *d_ibuf;          /* 3 * NI_CHUNK: positions, velocities, remainders */
     float *d_partial;        /* per slice and i: NPARTIAL floats               */
     int *d_nbcount;          /* NI_CHUNK, zero between calls                  */
-    int *d_total;            /* the gathering kernel's allocator              */
+    int *d_sync;             /* the single launch's grid barrier: 2 ints, zero between calls */
     int *d_nblist;           /* chunk * cap unordered entries                  */
-    /* results: NI_CHUNK records, then the compact lists (list_ints ints) */
+    /* results: NI_CHUNK records, then the sorted lists (list_ints ints): i's at i * cap */
     unsigned char *h_out, *d_hout; /* pinned host memory, and its address on the GPU */
     long list_ints;
     int busy;           /* has work in the current call                  */
@@ -98,6 +100,7 @@ typedef struct cuda_state {
     enum precise_mode precise_mode;
     int min_blocks; /* which compiled force variant (GPUNB_CUDA_FORCE_MIN_BLOCKS[_ALT]) */
     int waves;      /* force blocks of a large-NI call, in units of what the GPU holds at once */
+    int single;     /* one launch for a small call (NB6ACCEL_CUDA_SINGLE_LAUNCH) */
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
     float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
@@ -132,8 +135,9 @@ static long long tiles_of(long long n) { return (n + GPUNB_CUDA_TILE_J - 1) / GP
 
 static gpunb_cuda_result *results_of(unsigned char *out) { return (gpunb_cuda_result *)out; }
 
-/* The compact lists start right after the ni records of this call, so that
- * one copy brings both back. */
+/* The sorted lists start right after the ni records of this call, i's at
+ * i * cap (a fixed place: no allocator on the GPU; the kernels write only
+ * the entries, straight into this pinned memory, so the gaps cost nothing). */
 static int *compact_of(unsigned char *out, int ni)
 {
     return (int *)(out + sizeof(gpunb_cuda_result) * (size_t)ni);
@@ -170,7 +174,7 @@ static void free_gpu(cuda_gpu *g)
     cudaFree(g->d_ibuf);
     cudaFree(g->d_partial);
     cudaFree(g->d_nbcount);
-    cudaFree(g->d_total);
+    cudaFree(g->d_sync);
     cudaFree(g->d_nblist);
     cudaFreeHost(g->h_out);
     cudaFree(g->d_rec);
@@ -224,10 +228,10 @@ static int host_alloc(cuda_gpu *g, void **p, size_t bytes)
     return GPUNB_OK;
 }
 
-static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves)
+static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, int single)
 {
     struct cudaDeviceProp prop;
-    int per_sm = 0, st;
+    int per_sm = 0, single_per_sm = 0, st;
     const size_t jbytes = sizeof(float4) * (size_t)capacity_pad;
     size_t partial_floats;
 
@@ -237,6 +241,19 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves)
     g->sms = prop.multiProcessorCount;
     CHECK(g, gpunb_cuda_force_occupancy(min_blocks, &per_sm));
     g->force_blocks = g->sms * (per_sm > 0 ? per_sm : 1);
+    /* The single launch's barrier needs every block resident: a cooperative
+     * launch, no larger than the GPU holds of the single-launch kernels. */
+    if (single) {
+        if (!prop.cooperativeLaunch)
+            return gpunb_fail(GPUNB_EDEVICE,
+                              "gpunb_open: NB6ACCEL_CUDA_SINGLE_LAUNCH=1: CUDA device %d (%s) cannot launch "
+                              "cooperative kernels",
+                              g->device, g->name);
+        CHECK(g, gpunb_cuda_single_occupancy(min_blocks, &single_per_sm));
+        g->single_blocks = g->sms * single_per_sm;
+        if (g->single_blocks > g->force_blocks) /* the partial sums are sized for force_blocks */
+            g->single_blocks = g->force_blocks;
+    }
     CHECK(g, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
     CHECK(g, cudaStreamCreateWithFlags(&g->side, cudaStreamNonBlocking));
     CHECK(g, cudaEventCreate(&g->ev_force0));
@@ -254,7 +271,8 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves)
     CHECK(g, cudaMalloc((void **)&g->d_partial, sizeof(float) * partial_floats));
     CHECK(g, cudaMalloc((void **)&g->d_nbcount, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
     CHECK(g, cudaMemset(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
-    CHECK(g, cudaMalloc((void **)&g->d_total, sizeof(int)));
+    CHECK(g, cudaMalloc((void **)&g->d_sync, 2 * sizeof(int)));
+    CHECK(g, cudaMemset(g->d_sync, 0, 2 * sizeof(int)));
     if ((st = host_alloc(g, (void **)&g->h_jpos, jbytes)) ||
         (st = host_alloc(g, (void **)&g->h_jvel, jbytes)) ||
         (st = host_alloc(g, (void **)&g->h_jlo, jbytes)))
@@ -269,6 +287,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     const char *mode = nb6_getenv("NB6ACCEL_CUDA_PRECISE");
     const char *blocks = nb6_getenv("NB6ACCEL_CUDA_FORCE_BLOCKS");
     const char *waves = nb6_getenv("NB6ACCEL_CUDA_WAVES");
+    const char *single = nb6_getenv("NB6ACCEL_CUDA_SINGLE_LAUNCH");
     const size_t chunk = GPUNB_CUDA_NI_CHUNK;
     cuda_state *s;
     size_t len;
@@ -294,6 +313,10 @@ static int cuda_open(void **state, int capacity, char *desc)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: NB6ACCEL_CUDA_WAVES=\"%s\" is not in 1..%d", waves,
                           GPUNB_CUDA_MAX_WAVES);
     }
+    if (single && strcmp(single, "0") && strcmp(single, "1")) {
+        free(ids);
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: NB6ACCEL_CUDA_SINGLE_LAUNCH=\"%s\" is not 0 or 1", single);
+    }
     s = calloc(1, sizeof *s);
     if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu)) ||
         !(s->redo = malloc(sizeof(int) * chunk)) || !(s->r_h2 = malloc(sizeof(double) * chunk)) ||
@@ -310,13 +333,14 @@ static int cuda_open(void **state, int capacity, char *desc)
                                                      : PRECISE_NEVER;
     s->min_blocks = blocks ? atoi(blocks) : GPUNB_CUDA_FORCE_MIN_BLOCKS;
     s->waves = (int)nwaves;
+    s->single = single ? single[0] == '1' : GPUNB_CUDA_SINGLE_LAUNCH;
     s->ngpu = n;
     s->capacity_pad = (int)(tiles_of(capacity) * GPUNB_CUDA_TILE_J);
     for (int k = 0; k < n; k++)
         s->gpu[k].device = ids[k];
     free(ids);
     for (int k = 0; k < n; k++)
-        if ((st = open_gpu(&s->gpu[k], s->capacity_pad, s->min_blocks, s->waves)) != GPUNB_OK) {
+        if ((st = open_gpu(&s->gpu[k], s->capacity_pad, s->min_blocks, s->waves, s->single)) != GPUNB_OK) {
             cuda_close(s);
             return st;
         }
@@ -333,9 +357,10 @@ static int cuda_open(void **state, int capacity, char *desc)
                                 s->gpu[k].force_blocks);
     if (len < NB6_ERRMSG_LEN)
         snprintf(desc + len, NB6_ERRMSG_LEN - len,
-                 "; %d force waves for NI > %d; float pairs about the j-set's centre of mass (two-float "
-                 "where needed), double sums",
-                 s->waves, FUSED_REDUCE_NI);
+                 "; %d force waves for NI > %d, %s for NI <= %d; float pairs about the j-set's centre of "
+                 "mass (two-float where needed), double sums",
+                 s->waves, FUSED_REDUCE_NI, s->single ? "single launch" : "force + gathering kernel",
+                 FUSED_REDUCE_NI);
     *state = s;
     return GPUNB_OK;
 }
@@ -498,7 +523,9 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
      * slices would be only a few quarters long (small NI: a slice that
      * starts or ends inside a tile idles warps, 25 -> 36 us at NI = 64). */
     const int fused = ni <= FUSED_REDUCE_NI; /* one kernel reduces and gathers */
-    long long nslices = (long long)(fused ? 1 : s->waves) * g->force_blocks / ni_tiles;
+    const int single = fused && s->single && g->single_blocks > 0; /* ... the force kernel itself */
+    long long nslices = single ? g->single_blocks / ni_tiles
+                               : (long long)(fused ? 1 : s->waves) * g->force_blocks / ni_tiles;
     int granule = 1;
 
     if (nslices < 1)
@@ -509,8 +536,10 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
             nslices = g->ntiles;
     }
     CHECK(g, cudaSetDevice(g->device));
-    if (s->dirty)
+    if (s->dirty) {
         CHECK(g, cudaMemsetAsync(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK, g->stream));
+        CHECK(g, cudaMemsetAsync(g->d_sync, 0, 2 * sizeof(int), g->stream));
+    }
     if (members)
         CHECK(g, cudaMemcpyAsync(g->d_iidx, s->h_iidx, sizeof(int4) * (size_t)ni_pad, cudaMemcpyHostToDevice,
                                  g->stream));
@@ -524,19 +553,22 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         .nslices = (int)nslices, .granule = granule,
         .partial = g->d_partial, .slices_inner = fused, .nbcount = g->d_nbcount,
         .nblist = g->d_nblist, .cap = cap,
-        .total = g->d_total,
+        .single = single, .sync = g->d_sync, .ni = ni, .limit = limit,
+        .result = results_of(g->d_hout), .compact = compact_of(g->d_hout, ni),
     };
     CHECK(g, cudaEventRecord(g->ev_force0, g->stream));
     CHECK(g, gpunb_cuda_launch_force(&a, g->stream));
     CHECK(g, cudaEventRecord(g->ev_force1, g->stream));
-    if (fused) {
-        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit, g->d_total,
+    if (single) {
+        /* nothing more: the force kernel has reduced and gathered */
+    } else if (fused) {
+        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit,
                                           compact_of(g->d_hout, ni), results_of(g->d_hout), g->d_partial,
                                           (int)nslices, ni_pad, g->stream));
     } else { /* reduction and gathering need only the force kernel: side by side */
         CHECK(g, cudaEventRecord(g->ev_fork, g->stream));
         CHECK(g, cudaStreamWaitEvent(g->side, g->ev_fork, 0));
-        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit, g->d_total,
+        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit,
                                           compact_of(g->d_hout, ni), results_of(g->d_hout), NULL, 0, 0,
                                           g->side));
         CHECK(g, cudaEventRecord(g->ev_join, g->side));

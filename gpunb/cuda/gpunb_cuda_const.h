@@ -51,6 +51,13 @@
 #define GPUNB_CUDA_GATHER_THREADS 256
 #define GPUNB_CUDA_GATHER_SMEM_LIST 4096
 
+/* Single launch for a small call (NI <= 256): the force kernel also reduces
+ * and gathers, after a grid-wide barrier, instead of a second kernel
+ * (NB6ACCEL_CUDA_SINGLE_LAUNCH=0|1 overrides this default); and the longest
+ * list it sorts in shared memory (the force's j-tile buffers). */
+#define GPUNB_CUDA_SINGLE_LAUNCH 0
+#define GPUNB_CUDA_SINGLE_SMEM_LIST 2044
+
 /* Threads per block of the double-precision potential kernel. */
 #define GPUNB_CUDA_POT_THREADS 128
 

@@ -14,7 +14,7 @@
  * dx = (hi_j - hi_i) + (lo_j - lo_i): close pairs that are no neighbours
  * (tiny h2) keep their relative accuracy, at 4 more instructions per
  * interaction; the host runs it only where the fast one may be short. */
-#include "gpunb_cuda_kernels.h"
+#include "gpunb_cuda_gather.cuh"
 
 /* rsqrt.approx.ftz: one MUFU.RSQ, without the denormal fix-up code that
  * rsqrtf() gets when nvcc runs without -ftz=true. */
@@ -121,6 +121,51 @@ static __device__ __forceinline__ bool interact(const float4 pi, const float4 vi
     return nb;
 }
 
+/* The end of a single-launch force kernel: a grid-wide barrier (every
+ * block is resident: cooperative launch), then the first min(ni, blocks)
+ * blocks do what the gathering kernel does with REDUCE, one i at a time, on
+ * the force's shared memory (j-tile buffers for the list, the double sums
+ * for the warp totals); the others leave at once.  sync[0] counts arrivals,
+ * sync[1] the workers that saw all arrive; the last of those zeroes both for
+ * the next launch.  Only the workers wait, having finished their own slice:
+ * the spin of one thread per block, with a sleep, takes few issue slots from
+ * the force blocks still running beside it. */
+static __device__ __forceinline__ void single_tail(const gpunb_cuda_force_args &a, float4 *sp, float4 *sv,
+                                                   double *sums)
+{
+    static_assert(GPUNB_CUDA_GATHER_THREADS == GPUNB_CUDA_FORCE_THREADS, "one gathering block per force block");
+    static_assert(GPUNB_CUDA_SINGLE_SMEM_LIST + 4 <= 4 * 2 * GPUNB_CUDA_TILE_J,
+                  "the list fits a double j-tile buffer");
+    const int tid = threadIdx.x;
+    const int nblocks = gridDim.x * gridDim.y, b = blockIdx.y * gridDim.x + blockIdx.x;
+    const int nworkers = a.ni < nblocks ? a.ni : nblocks;
+
+    __threadfence(); /* this thread's partial sums and list entries, for every block */
+    __syncthreads(); /* ... of every thread of the block; and the force is done with shared memory */
+    if (tid == 0)
+        atomicAdd(a.sync, 1);
+    if (b >= nworkers)
+        return;
+    if (tid == 0) {
+        const volatile int *arrived = a.sync;
+        while (*arrived < nblocks)
+            __nanosleep(64);
+        __threadfence(); /* what the others wrote before arriving, for this block's reads */
+        if (atomicAdd(a.sync + 1, 1) == nworkers - 1) {
+            a.sync[0] = 0;
+            a.sync[1] = 0;
+        }
+    }
+    __syncthreads();
+    const gather_smem sm = {reinterpret_cast<int *>(sp), reinterpret_cast<int *>(sv), GPUNB_CUDA_SINGLE_SMEM_LIST,
+                            reinterpret_cast<double(*)[GPUNB_CUDA_NPARTIAL]>(sums)};
+    for (int i = b; i < a.ni; i += nblocks) {
+        gather_one<true, 1>(i, a.nbcount, a.nblist, a.cap, a.limit, a.compact, a.result, a.partial, a.nslices,
+                         gridDim.y * GPUNB_CUDA_BLOCK_I, sm);
+        __syncthreads(); /* the warp totals of this i are read before the next i's are written */
+    }
+}
+
 /* Copy j-tile t (TILE_J records, one per thread) into shared buffer b. */
 template <bool PRECISE>
 static __device__ __forceinline__ void load_tile(const gpunb_cuda_force_args &a, long long t, int tid,
@@ -134,7 +179,7 @@ static __device__ __forceinline__ void load_tile(const gpunb_cuda_force_args &a,
         copy16(sl + b * GPUNB_CUDA_TILE_J + tid, a.jlo + j); /* sl: [2][TILE_J] */
 }
 
-template <bool PRECISE, int MIN_BLOCKS>
+template <bool PRECISE, int MIN_BLOCKS, bool SINGLE>
 static __global__ void __launch_bounds__(GPUNB_CUDA_FORCE_THREADS, MIN_BLOCKS)
 gpunb_force_kernel(const gpunb_cuda_force_args a)
 {
@@ -164,9 +209,6 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
     const long long q_end = nunits * (slice + 1) / a.nslices * a.granule;
     const long long t_begin = q_begin / GPUNB_CUDA_JWAYS;
     const long long t_end = (q_end + GPUNB_CUDA_JWAYS - 1) / GPUNB_CUDA_JWAYS;
-
-    if (slice == 0 && blockIdx.y == 0 && tid == 0)
-        *a.total = 0; /* the gathering kernel's allocator, for this call */
 
     float4 pi, vi, li = make_float4(0, 0, 0, 0);
     if (a.iidx) { /* j-set members: their entries are bit-equal, self is r = 0 */
@@ -260,58 +302,104 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
             out[c * c_stride] = (float)sum;
         }
     }
+    if (SINGLE)
+        single_tail(a, &sp[0][0], &sv[0][0], &sums[0][0]);
+}
+
+/* One launch of variant <PRECISE, MIN_BLOCKS, SINGLE>: plain, or cooperative
+ * for the single launch (its grid barrier needs every block resident). */
+template <bool PRECISE, int MIN_BLOCKS, bool SINGLE>
+static cudaError_t launch_variant(const gpunb_cuda_force_args *a, cudaStream_t stream)
+{
+    const dim3 grid((unsigned)a->nslices, (unsigned)a->ni_tiles), block(GPUNB_CUDA_FORCE_THREADS);
+    if (SINGLE) {
+        void *args[] = {(void *)a};
+        const cudaError_t err = cudaLaunchCooperativeKernel((const void *)gpunb_force_kernel<PRECISE, MIN_BLOCKS, true>,
+                                                            grid, block, args, 0, stream);
+        return err != cudaSuccess ? err : cudaGetLastError();
+    }
+    gpunb_force_kernel<PRECISE, MIN_BLOCKS, false><<<grid, block, 0, stream>>>(*a);
+    return cudaGetLastError();
+}
+
+template <int MIN_BLOCKS>
+static cudaError_t launch_blocks(const gpunb_cuda_force_args *a, cudaStream_t stream)
+{
+    if (a->single)
+        return a->precise ? launch_variant<true, MIN_BLOCKS, true>(a, stream)
+                          : launch_variant<false, MIN_BLOCKS, true>(a, stream);
+    return a->precise ? launch_variant<true, MIN_BLOCKS, false>(a, stream)
+                      : launch_variant<false, MIN_BLOCKS, false>(a, stream);
 }
 
 extern "C" cudaError_t gpunb_cuda_launch_force(const gpunb_cuda_force_args *a, cudaStream_t stream)
 {
-    dim3 grid((unsigned)a->nslices, (unsigned)a->ni_tiles);
-    const unsigned nt = GPUNB_CUDA_FORCE_THREADS;
-    if (a->min_blocks == GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT) {
-        if (a->precise)
-            gpunb_force_kernel<true, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT><<<grid, nt, 0, stream>>>(*a);
-        else
-            gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT><<<grid, nt, 0, stream>>>(*a);
-    } else {
-        if (a->precise)
-            gpunb_force_kernel<true, GPUNB_CUDA_FORCE_MIN_BLOCKS><<<grid, nt, 0, stream>>>(*a);
-        else
-            gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS><<<grid, nt, 0, stream>>>(*a);
-    }
-    return cudaGetLastError();
+    if (a->min_blocks == GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT)
+        return launch_blocks<GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT>(a, stream);
+    return launch_blocks<GPUNB_CUDA_FORCE_MIN_BLOCKS>(a, stream);
 }
 
 /* The force kernels use shared memory, not L1: ask for the largest shared
  * carveout, so that the driver's choice of split never caps the blocks per
  * SM below what the registers allow (5 x 39 KB needs the 196 KB split). */
-template <bool PRECISE, int MIN_BLOCKS>
+template <bool PRECISE, int MIN_BLOCKS, bool SINGLE>
 static cudaError_t prefer_shared(void)
 {
-    return cudaFuncSetAttribute(gpunb_force_kernel<PRECISE, MIN_BLOCKS>,
+    return cudaFuncSetAttribute(gpunb_force_kernel<PRECISE, MIN_BLOCKS, SINGLE>,
                                 cudaFuncAttributePreferredSharedMemoryCarveout,
                                 (int)cudaSharedmemCarveoutMaxShared);
+}
+
+template <int MIN_BLOCKS>
+static cudaError_t prefer_shared_all(void)
+{
+    cudaError_t err;
+    if ((err = prefer_shared<false, MIN_BLOCKS, false>()) != cudaSuccess ||
+        (err = prefer_shared<true, MIN_BLOCKS, false>()) != cudaSuccess ||
+        (err = prefer_shared<false, MIN_BLOCKS, true>()) != cudaSuccess)
+        return err;
+    return prefer_shared<true, MIN_BLOCKS, true>();
 }
 
 extern "C" cudaError_t gpunb_cuda_force_occupancy(int min_blocks, int *blocks_per_sm)
 {
     cudaError_t err;
-    if ((err = prefer_shared<false, GPUNB_CUDA_FORCE_MIN_BLOCKS>()) != cudaSuccess ||
-        (err = prefer_shared<true, GPUNB_CUDA_FORCE_MIN_BLOCKS>()) != cudaSuccess ||
-        (err = prefer_shared<false, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT>()) != cudaSuccess ||
-        (err = prefer_shared<true, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT>()) != cudaSuccess)
+    if ((err = prefer_shared_all<GPUNB_CUDA_FORCE_MIN_BLOCKS>()) != cudaSuccess ||
+        (err = prefer_shared_all<GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT>()) != cudaSuccess)
         return err;
     if (min_blocks == GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT)
         return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT>,
+            blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT, false>,
             GPUNB_CUDA_FORCE_THREADS, 0);
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS>, GPUNB_CUDA_FORCE_THREADS, 0);
+        blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS, false>, GPUNB_CUDA_FORCE_THREADS, 0);
+}
+
+template <int MIN_BLOCKS>
+static cudaError_t single_occupancy(int *blocks_per_sm)
+{
+    int fast = 0, precise = 0;
+    cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &fast, gpunb_force_kernel<false, MIN_BLOCKS, true>, GPUNB_CUDA_FORCE_THREADS, 0);
+    if (err == cudaSuccess)
+        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&precise, gpunb_force_kernel<true, MIN_BLOCKS, true>,
+                                                            GPUNB_CUDA_FORCE_THREADS, 0);
+    *blocks_per_sm = fast < precise ? fast : precise;
+    return err;
+}
+
+extern "C" cudaError_t gpunb_cuda_single_occupancy(int min_blocks, int *blocks_per_sm)
+{
+    if (min_blocks == GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT)
+        return single_occupancy<GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT>(blocks_per_sm);
+    return single_occupancy<GPUNB_CUDA_FORCE_MIN_BLOCKS>(blocks_per_sm);
 }
 
 extern "C" cudaError_t gpunb_cuda_probe_kernels(void)
 {
     cudaFuncAttributes attr;
-    cudaError_t err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS>);
+    cudaError_t err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS, false>);
     if (err == cudaSuccess)
-        err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<true, GPUNB_CUDA_FORCE_MIN_BLOCKS>);
+        err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<true, GPUNB_CUDA_FORCE_MIN_BLOCKS, false>);
     return err;
 }

@@ -22,8 +22,13 @@ extern "C" {
  * Outputs: partial[(slice * NPARTIAL + c) * ni_pad + i] for nslices slices
  * (or, with slices_inner set, partial[(c * ni_pad + i) * nslices + slice]);
  * nbcount[i] += neighbours found (must be 0 on entry), and the first `cap`
- * of them (j0 + local index, unordered) in nblist[i * cap + ...]; *total is
- * zeroed for the gathering kernel. */
+ * of them (j0 + local index, unordered) in nblist[i * cap + ...].
+ * With single set (one launch for the whole call, slices_inner layout), the
+ * blocks then wait for each other at a grid-wide barrier (sync: two ints,
+ * zero on entry and on return) and do what gpunb_cuda_launch_gather does with
+ * partial set, for i < ni, into result and compact; the launch is then a
+ * cooperative one (every block resident at once, or cudaErrorCooperativeLaunchTooLarge):
+ * the grid must not exceed gpunb_cuda_single_occupancy's blocks per SM times the SMs. */
 typedef struct gpunb_cuda_force_args {
     int precise;    /* also use jlo/ilo: (x - origin) = hi + lo per coordinate */
     int min_blocks; /* GPUNB_CUDA_FORCE_MIN_BLOCKS or _ALT: which compiled variant */
@@ -42,7 +47,12 @@ typedef struct gpunb_cuda_force_args {
     int *nbcount;
     int *nblist;
     int cap;
-    int *total;
+    /* single launch: also reduce and gather (see above) */
+    int single;
+    int *sync;
+    int ni, limit;
+    gpunb_cuda_result *result;
+    int *compact;
 } gpunb_cuda_force_args;
 
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_force(const gpunb_cuda_force_args *a,
@@ -55,12 +65,12 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nsli
                                                   cudaStream_t stream);
 
 /* For each i < ni: read and reset nbcount[i]; if it exceeds limit store
- * -count, else sort the list, place it at an offset taken from *total in
- * compact[] and store count and offset in result[i].  With partial set (in
+ * -count, else sort the list into compact[i * cap ...] and store count and
+ * offset (i * cap) in result[i].  With partial set (in
  * the slices_inner layout of the force kernel), also do what
  * gpunb_cuda_launch_reduce does (one launch for small ni). */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist, int cap,
-                                                  int ni, int limit, int *total, int *compact,
+                                                  int ni, int limit, int *compact,
                                                   gpunb_cuda_result *result, const float *partial,
                                                   int nslices, int ni_pad, cudaStream_t stream);
 
@@ -78,6 +88,10 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_predict(const gpunb_cuda_jrec *rec, i
 /* Resident force blocks per multiprocessor of the variant min_blocks (for
  * sizing the j split). */
 NB6_INTERNAL cudaError_t gpunb_cuda_force_occupancy(int min_blocks, int *blocks_per_sm);
+
+/* Resident blocks per multiprocessor of the single-launch force kernels of
+ * variant min_blocks (the fewer of the fast and the PRECISE one). */
+NB6_INTERNAL cudaError_t gpunb_cuda_single_occupancy(int min_blocks, int *blocks_per_sm);
 
 /* cudaSuccess when the current device has machine code or PTX for the kernels
  * (else e.g. cudaErrorNoKernelImageForDevice). */

@@ -7,7 +7,7 @@ noinst_LTLIBRARIES += libgpunb_cuda.la
 libgpunb_cuda_la_SOURCES = gpunb/cuda/gpunb_cuda.c gpunb/cuda/gpunb_cuda_devices.c \
 	gpunb/cuda/gpunb_cuda_devices.h gpunb/cuda/gpunb_cuda_kernels.h gpunb/cuda/gpunb_cuda_const.h \
 	gpunb/cuda/gpunb_cuda_force.cu gpunb/cuda/gpunb_cuda_reduce.cu \
-	gpunb/cuda/gpunb_cuda_gather.cu gpunb/cuda/gpunb_cuda_potential.cu \
+	gpunb/cuda/gpunb_cuda_gather.cu gpunb/cuda/gpunb_cuda_gather.cuh gpunb/cuda/gpunb_cuda_potential.cu \
 	gpunb/cuda/gpunb_cuda_predict.cu
 libgpunb_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 # nvcc's host code for a launch uses the C++ runtime (guarded statics).
