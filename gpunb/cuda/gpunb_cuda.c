@@ -101,6 +101,7 @@ typedef struct cuda_state {
     int min_blocks; /* which compiled force variant (GPUNB_CUDA_FORCE_MIN_BLOCKS[_ALT]) */
     int waves;      /* force blocks of a large-NI call, in units of what the GPU holds at once */
     int single;     /* one launch for a small call (NB6ACCEL_CUDA_SINGLE_LAUNCH) */
+    int pdl;        /* else the gathering kernel as a dependent launch (NB6ACCEL_CUDA_PDL) */
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
     float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
@@ -228,7 +229,7 @@ static int host_alloc(cuda_gpu *g, void **p, size_t bytes)
     return GPUNB_OK;
 }
 
-static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, int single)
+static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, int single, int pdl)
 {
     struct cudaDeviceProp prop;
     int per_sm = 0, single_per_sm = 0, st;
@@ -254,6 +255,11 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
         if (g->single_blocks > g->force_blocks) /* the partial sums are sized for force_blocks */
             g->single_blocks = g->force_blocks;
     }
+    if (pdl && prop.major < 9)
+        return gpunb_fail(GPUNB_EDEVICE,
+                          "gpunb_open: NB6ACCEL_CUDA_PDL=1: CUDA device %d (%s) has compute capability %d.%d, "
+                          "programmatic dependent launch needs 9.0",
+                          g->device, g->name, prop.major, prop.minor);
     CHECK(g, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
     CHECK(g, cudaStreamCreateWithFlags(&g->side, cudaStreamNonBlocking));
     CHECK(g, cudaEventCreate(&g->ev_force0));
@@ -288,6 +294,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     const char *blocks = nb6_getenv("NB6ACCEL_CUDA_FORCE_BLOCKS");
     const char *waves = nb6_getenv("NB6ACCEL_CUDA_WAVES");
     const char *single = nb6_getenv("NB6ACCEL_CUDA_SINGLE_LAUNCH");
+    const char *pdl = nb6_getenv("NB6ACCEL_CUDA_PDL");
     const size_t chunk = GPUNB_CUDA_NI_CHUNK;
     cuda_state *s;
     size_t len;
@@ -317,6 +324,10 @@ static int cuda_open(void **state, int capacity, char *desc)
         free(ids);
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: NB6ACCEL_CUDA_SINGLE_LAUNCH=\"%s\" is not 0 or 1", single);
     }
+    if (pdl && strcmp(pdl, "0") && strcmp(pdl, "1")) {
+        free(ids);
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: NB6ACCEL_CUDA_PDL=\"%s\" is not 0 or 1", pdl);
+    }
     s = calloc(1, sizeof *s);
     if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu)) ||
         !(s->redo = malloc(sizeof(int) * chunk)) || !(s->r_h2 = malloc(sizeof(double) * chunk)) ||
@@ -334,13 +345,14 @@ static int cuda_open(void **state, int capacity, char *desc)
     s->min_blocks = blocks ? atoi(blocks) : GPUNB_CUDA_FORCE_MIN_BLOCKS;
     s->waves = (int)nwaves;
     s->single = single ? single[0] == '1' : GPUNB_CUDA_SINGLE_LAUNCH;
+    s->pdl = pdl ? pdl[0] == '1' : GPUNB_CUDA_PDL;
     s->ngpu = n;
     s->capacity_pad = (int)(tiles_of(capacity) * GPUNB_CUDA_TILE_J);
     for (int k = 0; k < n; k++)
         s->gpu[k].device = ids[k];
     free(ids);
     for (int k = 0; k < n; k++)
-        if ((st = open_gpu(&s->gpu[k], s->capacity_pad, s->min_blocks, s->waves, s->single)) != GPUNB_OK) {
+        if ((st = open_gpu(&s->gpu[k], s->capacity_pad, s->min_blocks, s->waves, s->single, s->pdl)) != GPUNB_OK) {
             cuda_close(s);
             return st;
         }
@@ -359,7 +371,10 @@ static int cuda_open(void **state, int capacity, char *desc)
         snprintf(desc + len, NB6_ERRMSG_LEN - len,
                  "; %d force waves for NI > %d, %s for NI <= %d; float pairs about the j-set's centre of "
                  "mass (two-float where needed), double sums",
-                 s->waves, FUSED_REDUCE_NI, s->single ? "single launch" : "force + gathering kernel",
+                 s->waves, FUSED_REDUCE_NI,
+                 s->single ? "single launch"
+                 : s->pdl  ? "force + dependent gathering kernel"
+                           : "force + gathering kernel",
                  FUSED_REDUCE_NI);
     *state = s;
     return GPUNB_OK;
@@ -556,20 +571,27 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         .single = single, .sync = g->d_sync, .ni = ni, .limit = limit,
         .result = results_of(g->d_hout), .compact = compact_of(g->d_hout, ni),
     };
+    /* A programmatic dependent launch needs the gathering kernel right after
+     * the force kernel: the force time then includes the gathering (as it
+     * does with the single launch). */
+    const int pdl = fused && !single && s->pdl;
     CHECK(g, cudaEventRecord(g->ev_force0, g->stream));
     CHECK(g, gpunb_cuda_launch_force(&a, g->stream));
-    CHECK(g, cudaEventRecord(g->ev_force1, g->stream));
+    if (!pdl)
+        CHECK(g, cudaEventRecord(g->ev_force1, g->stream));
     if (single) {
         /* nothing more: the force kernel has reduced and gathered */
     } else if (fused) {
         CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit,
                                           compact_of(g->d_hout, ni), results_of(g->d_hout), g->d_partial,
-                                          (int)nslices, ni_pad, g->stream));
+                                          (int)nslices, ni_pad, pdl, g->stream));
+        if (pdl)
+            CHECK(g, cudaEventRecord(g->ev_force1, g->stream));
     } else { /* reduction and gathering need only the force kernel: side by side */
         CHECK(g, cudaEventRecord(g->ev_fork, g->stream));
         CHECK(g, cudaStreamWaitEvent(g->side, g->ev_fork, 0));
         CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit,
-                                          compact_of(g->d_hout, ni), results_of(g->d_hout), NULL, 0, 0,
+                                          compact_of(g->d_hout, ni), results_of(g->d_hout), NULL, 0, 0, 0,
                                           g->side));
         CHECK(g, cudaEventRecord(g->ev_join, g->side));
         CHECK(g, gpunb_cuda_launch_reduce(g->d_partial, (int)nslices, ni, ni_pad, results_of(g->d_hout),

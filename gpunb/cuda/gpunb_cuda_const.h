@@ -58,6 +58,11 @@
 #define GPUNB_CUDA_SINGLE_LAUNCH 0
 #define GPUNB_CUDA_SINGLE_SMEM_LIST 2044
 
+/* Without the single launch, the small call's gathering kernel as a
+ * programmatic dependent launch on the force kernel (compute capability 9.0
+ * and later; NB6ACCEL_CUDA_PDL=0|1 overrides this default). */
+#define GPUNB_CUDA_PDL 0
+
 /* Threads per block of the double-precision potential kernel. */
 #define GPUNB_CUDA_POT_THREADS 128
 

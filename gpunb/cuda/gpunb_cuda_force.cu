@@ -210,6 +210,12 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
     const long long t_begin = q_begin / GPUNB_CUDA_JWAYS;
     const long long t_end = (q_end + GPUNB_CUDA_JWAYS - 1) / GPUNB_CUDA_JWAYS;
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* a dependent launch (the gathering kernel, NB6ACCEL_CUDA_PDL) may place
+     * its blocks now; they wait for this kernel's end and writes */
+    if (!SINGLE)
+        asm volatile("griddepcontrol.launch_dependents;");
+#endif
     float4 pi, vi, li = make_float4(0, 0, 0, 0);
     if (a.iidx) { /* j-set members: their entries are bit-equal, self is r = 0 */
         const int4 d = a.iidx[i];

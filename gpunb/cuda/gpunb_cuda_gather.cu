@@ -4,7 +4,14 @@
  *
  * For small blocks of i (where the call's latency is what counts) the same
  * kernel first does the reduction of the partial forces (REDUCE): one
- * launch after the force kernel instead of two on two streams. */
+ * launch after the force kernel instead of two on two streams.
+ *
+ * With pdl set (sm_90 and later), the kernel is a programmatic dependent
+ * launch: its blocks may be placed while the force kernel still runs (that
+ * kernel allows it at its start), and wait in griddepcontrol.wait until the
+ * force kernel has finished and its writes are visible; the launch latency
+ * between the two kernels is then hidden.  Launched plainly, the wait
+ * returns at once. */
 #include "gpunb_cuda_gather.cuh"
 
 template <bool REDUCE>
@@ -17,19 +24,32 @@ gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, i
     __shared__ int sorted[GPUNB_CUDA_GATHER_SMEM_LIST];
     __shared__ double red[REDUCE ? GPUNB_CUDA_GATHER_THREADS / 32 : 1][GPUNB_CUDA_NPARTIAL];
     const gather_smem sm = {entries, sorted, GPUNB_CUDA_GATHER_SMEM_LIST, red};
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     gather_one<REDUCE, 2>(blockIdx.x, nbcount, nblist, cap, limit, compact, result, partial, nslices, ni_pad, sm);
 }
 
 extern "C" cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist, int cap, int ni,
                                                 int limit, int *compact, gpunb_cuda_result *result,
-                                                const float *partial, int nslices, int ni_pad,
+                                                const float *partial, int nslices, int ni_pad, int pdl,
                                                 cudaStream_t stream)
 {
-    if (partial)
-        gpunb_gather_kernel<true><<<ni, GPUNB_CUDA_GATHER_THREADS, 0, stream>>>(
-            nbcount, nblist, cap, limit, compact, result, partial, nslices, ni_pad);
-    else
-        gpunb_gather_kernel<false><<<ni, GPUNB_CUDA_GATHER_THREADS, 0, stream>>>(
-            nbcount, nblist, cap, limit, compact, result, NULL, 0, 0);
-    return cudaGetLastError();
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    cfg.gridDim = dim3((unsigned)ni);
+    cfg.blockDim = dim3(GPUNB_CUDA_GATHER_THREADS);
+    cfg.stream = stream;
+    if (pdl) {
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+    }
+    const cudaError_t err =
+        partial ? cudaLaunchKernelEx(&cfg, gpunb_gather_kernel<true>, nbcount, nblist, cap, limit, compact, result,
+                                     partial, nslices, ni_pad)
+                : cudaLaunchKernelEx(&cfg, gpunb_gather_kernel<false>, nbcount, nblist, cap, limit, compact, result,
+                                     (const float *)NULL, 0, 0);
+    return err != cudaSuccess ? err : cudaGetLastError();
 }

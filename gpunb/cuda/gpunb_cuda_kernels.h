@@ -68,11 +68,13 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nsli
  * -count, else sort the list into compact[i * cap ...] and store count and
  * offset (i * cap) in result[i].  With partial set (in
  * the slices_inner layout of the force kernel), also do what
- * gpunb_cuda_launch_reduce does (one launch for small ni). */
+ * gpunb_cuda_launch_reduce does (one launch for small ni).  With pdl set
+ * (compute capability 9.0 and later), a programmatic dependent launch on the
+ * force kernel just before it in the stream (nothing in between). */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist, int cap,
                                                   int ni, int limit, int *compact,
                                                   gpunb_cuda_result *result, const float *partial,
-                                                  int nslices, int ni_pad, cudaStream_t stream);
+                                                  int nslices, int ni_pad, int pdl, cudaStream_t stream);
 
 /* rec[index[k]] = staged[k] for k < n (index local to this GPU's records). */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_scatter(const gpunb_cuda_jrec *staged, const int *index,
