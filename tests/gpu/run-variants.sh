@@ -2,15 +2,20 @@
 # run-variants.sh -- compare the settings of GPUNB's CUDA force kernel on
 # the GPU machine in one go: the compiled variants (NB6ACCEL_CUDA_FORCE_BLOCKS
 # = 5 or 4 blocks per SM) times the number of block waves per large-NI call
-# (NB6ACCEL_CUDA_WAVES): build, the quick GPU tests of each variant (against
+# (NB6ACCEL_CUDA_WAVES) times the path of a call with NI <= 256 (SMALL: two
+# kernels, single launch NB6ACCEL_CUDA_SINGLE_LAUNCH=1, or the gathering
+# kernel as a dependent launch NB6ACCEL_CUDA_PDL=1): build, the quick GPU
+# tests of each variant (against
 # the double reference), its SASS instructions per interaction, the
 # benchmark, compute-sanitizer, and Nsight Compute's warp-state and scheduler
-# figures of the force kernel at NI = 1024, NJ = 128k and of the fused
-# reduction + gathering kernel at NI = 64.
+# figures of the force kernel at NI = 1024, NJ = 128k, of the fused
+# reduction + gathering kernel at NI = 64 and of the single-launch kernel there.
 # Usage, from the repository root on the GPU machine (after ./bootstrap here,
 # carrying .devtools configure Makefile.in aclocal.m4 config.h.in build-aux m4):
 #   bash tests/gpu/run-variants.sh                 (logs in $OUT or /tmp/variants-out)
 #   VARIANTS="5" WAVES="1 2 4" MODES=never bash tests/gpu/run-variants.sh
+#   VARIANTS=5 WAVES=2 REPEAT=3 BENCH_NI=64 BENCH_NJ=131072 bash tests/gpu/run-variants.sh
+#     (the three small-call paths, alternating, three rounds)
 # (TEST_WAVES sets NB6ACCEL_CUDA_WAVES for the quick tests; BENCH_NI, BENCH_NJ
 # the benchmark's sizes; SANITIZE_VARIANTS, NCU_VARIANTS="" skip those steps.)
 set -u
@@ -21,6 +26,8 @@ VARIANTS=${VARIANTS:-"5 4"}     # NB6ACCEL_CUDA_FORCE_BLOCKS values
 NCU_VARIANTS=${NCU_VARIANTS-"5"}
 WAVES=${WAVES:-"1 2 4"}         # NB6ACCEL_CUDA_WAVES values to benchmark
 NCU_WAVES=${NCU_WAVES:-2}
+SMALL=${SMALL:-"0:0 1:0 0:1"}   # NB6ACCEL_CUDA_SINGLE_LAUNCH:NB6ACCEL_CUDA_PDL pairs to benchmark
+REPEAT=${REPEAT:-1}             # rounds over SMALL (alternating, for the noise between runs)
 . tests/gpu/device-build.sh
 
 : >"$OUT/bench.log"
@@ -37,14 +44,19 @@ for v in $VARIANTS; do
   note "  SASS per interaction (per interaction, loop, nested, kernel): $sass"
   for waves in $WAVES; do
     for mode in ${MODES:-never auto}; do
-      tag="$v NB6ACCEL_CUDA_WAVES=$waves NB6ACCEL_CUDA_PRECISE=$mode"
+     for round in $(seq "$REPEAT"); do
+      for small in $SMALL; do
+      single=${small%:*} pdl=${small#*:}
+      tag="$v NB6ACCEL_CUDA_WAVES=$waves NB6ACCEL_CUDA_PRECISE=$mode NB6ACCEL_CUDA_SINGLE_LAUNCH=$single NB6ACCEL_CUDA_PDL=$pdl round $round"
       echo "== $tag" >>"$OUT/bench.log"
-      NB6ACCEL_CUDA_WAVES=$waves NB6ACCEL_CUDA_PRECISE=$mode timeout 200 ./tests/gpu/bench_gpunb \
-        --sass "${sass%% *}" --ni "${BENCH_NI:-64 1024}" --nj "${BENCH_NJ:-131072 1048576}" --seconds 0.3 \
-        >>"$OUT/bench.log" 2>&1
-      echo "  waves=$waves precise=$mode" >>"$S"
+      NB6ACCEL_CUDA_SINGLE_LAUNCH=$single NB6ACCEL_CUDA_PDL=$pdl NB6ACCEL_CUDA_WAVES=$waves NB6ACCEL_CUDA_PRECISE=$mode timeout 200 \
+        ./tests/gpu/bench_gpunb --sass "${sass%% *}" --ni "${BENCH_NI:-64 1024}" --nj "${BENCH_NJ:-131072 1048576}" \
+        --seconds 0.3 >>"$OUT/bench.log" 2>&1
+      echo "  waves=$waves precise=$mode single=$single pdl=$pdl (round $round)" >>"$S"
       awk -v tag="== $tag" '/^== /{on = ($0 == tag); next} on && /^ +[0-9]/' "$OUT/bench.log" |
         sed 's/^/  /' | tee -a "$S"
+      done
+     done
     done
   done
 done
@@ -88,4 +100,12 @@ if command -v ncu >/dev/null 2>&1; then
   note "== ncu gather kernel (NI=64, NJ=131072): rc=$?"
   grep -E "gpu__time_duration|inst_executed|Stall|stall|Warp Cycles Per Issued|Duration|Memory Throughput|DRAM Throughput" \
     "$OUT/ncu-gather.log" | head -40 | sed 's/^ */  /' | tee -a "$S"
+  # The single launch of the same call (force, barrier, reduction and gathering in one kernel).
+  NB6ACCEL_CUDA_SINGLE_LAUNCH=1 timeout 150 ./libtool --mode=execute ncu --clock-control none \
+    --kernel-name regex:gpunb_force --launch-skip 4 --launch-count 1 --section LaunchStats --section Occupancy \
+    --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active \
+    ./tests/gpu/bench_gpunb --ni 64 --nj 131072 --seconds 0 >"$OUT/ncu-single.log" 2>&1
+  note "== ncu single-launch force kernel (NI=64, NJ=131072, NB6ACCEL_CUDA_SINGLE_LAUNCH=1): rc=$?"
+  grep -E "gpu__time_duration|inst_executed|issue_active|warps_active|Grid Size|Registers|Block Limit|Waves Per SM" \
+    "$OUT/ncu-single.log" | head -20 | sed 's/^ */  /' | tee -a "$S"
 fi

@@ -6,7 +6,7 @@
  * included), overflow (negative count, true size), nothing written past the
  * count or the last column, force/jerk/potential relative errors; repeat calls
  * give bit-identical results; gpunb_potential on the GPU against double;
- * GPU_LIST handling.  Without a usable GPU it prints "SKIP: ..." and exits 77.
+ * GPU_LIST, NB6ACCEL_CUDA_WAVES and NB6ACCEL_CUDA_SINGLE_LAUNCH handling.  Without a usable GPU it prints "SKIP: ..." and exits 77.
  *
  * Lists may differ from the reference only in boundary-ambiguous members:
  * q = min(r^2, rp^2) / (m_j h2) within 1e-5 of 1, widened by what float
@@ -405,6 +405,73 @@ static void check_waves(int quick)
     tl_cluster_free(&c);
 }
 
+/* NB6ACCEL_CUDA_SINGLE_LAUNCH and NB6ACCEL_CUDA_PDL: anything but 0 or 1
+ * is refused with a message naming the variable; two kernels, the single
+ * launch, and the gathering kernel as a dependent launch against the
+ * reference for calls of up to 256 i (where they differ): one and four i-tiles,
+ * a j-set of fewer force blocks than i (each block then gathers several i),
+ * overflow and empty lists, each call repeated (the grid barrier's counters
+ * must be back at zero for the next launch). */
+static void check_single_launch(int quick)
+{
+    const char *bad[] = {"2", "yes", "on", "01", "1 "}, *var[] = {"NB6ACCEL_CUDA_SINGLE_LAUNCH", "NB6ACCEL_CUDA_PDL"};
+    for (unsigned v = 0; v < 2; v++)
+        for (unsigned k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+            gpunb *h = NULL;
+            setenv(var[v], bad[k], 1);
+            TL_CHECK(gpunb_open(&h, 100, GPUNB_BACKEND_CUDA) == GPUNB_EUSAGE &&
+                         strstr(gpunb_last_error(), var[v]) != NULL,
+                     "%s=\"%s\": open gave \"%s\"", var[v], bad[k], h ? "success" : gpunb_last_error());
+            gpunb_close(h);
+            unsetenv(var[v]);
+        }
+    /* (single launch, dependent launch) */
+    const char *good[][2] = {{"0", "0"}, {"1", "0"}, {"0", "1"}};
+    const int njs[] = {3000, quick ? 20000 : 131072};
+    for (unsigned q = 0; q < sizeof njs / sizeof njs[0]; q++) {
+        const int nj = njs[q];
+        tl_cluster c;
+        problem p;
+        tl_cluster_make(&c, nj, nj / 100 + 2, -7.5, 0.2);
+        problem_init(&p, &c);
+        for (unsigned k = 0; k < sizeof good / sizeof good[0]; k++) {
+            gpunb *gpu = NULL, *ref = NULL;
+            char label[128], tag[64];
+            setenv("NB6ACCEL_CUDA_SINGLE_LAUNCH", good[k][0], 1);
+            setenv("NB6ACCEL_CUDA_PDL", good[k][1], 1);
+            snprintf(tag, sizeof tag, "SINGLE_LAUNCH=%s PDL=%s", good[k][0], good[k][1]);
+            if (!TL_CHECK(gpunb_open(&gpu, nj, GPUNB_BACKEND_CUDA) == GPUNB_OK &&
+                              gpunb_open(&ref, nj, GPUNB_BACKEND_REFERENCE) == GPUNB_OK,
+                          "open with %s failed: %s", tag, gpunb_last_error())) {
+                gpunb_close(gpu);
+                gpunb_close(ref);
+                continue;
+            }
+            if (q == 0)
+                printf("%s: %s\n", tag, gpunb_backend_description(gpu));
+            gpunb_send(gpu, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v);
+            gpunb_send(ref, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v);
+            const int nis[] = {1, 64, 200, 256};
+            for (unsigned n = 0; n < sizeof nis / sizeof nis[0]; n++) {
+                snprintf(label, sizeof label, "%s, NJ=%d, NI=%d", tag, nj, nis[n]);
+                check_case(gpu, ref, &p, nis[n], 50.0, 500, 450, label);
+            }
+            snprintf(label, sizeof label, "%s, NJ=%d, overflow", tag, nj);
+            check_case(gpu, ref, &p, 100, 80.0, 200, 30, label);
+            snprintf(label, sizeof label, "%s, NJ=%d, h2 = 0", tag, nj);
+            check_case(gpu, ref, &p, 64, 0.0, 10, 8, label);
+            snprintf(label, sizeof label, "%s, NJ=%d, NI > 256 (two kernels)", tag, nj);
+            check_case(gpu, ref, &p, quick ? 300 : 1000, 50.0, 500, 450, label);
+            gpunb_close(gpu);
+            gpunb_close(ref);
+        }
+        problem_free(&p);
+        tl_cluster_free(&c);
+    }
+    unsetenv("NB6ACCEL_CUDA_SINGLE_LAUNCH");
+    unsetenv("NB6ACCEL_CUDA_PDL");
+}
+
 int main(int argc, char **argv)
 {
     unsetenv("NB6ACCEL_GPUNB");
@@ -498,6 +565,7 @@ int main(int argc, char **argv)
     check_potential(quick ? 2000 : 20000);
     check_gpu_list();
     check_waves(quick);
+    check_single_launch(quick);
 
     printf("relative errors vs double over %ld columns: acc worst %.3e rms %.3e, jerk worst %.3e rms "
            "%.3e, pot worst %.3e; %ld ambiguous members moved, %ld overflowed columns\n",
