@@ -356,6 +356,13 @@ static int cuda_open(void **state, int capacity, char *desc)
             cuda_close(s);
             return st;
         }
+    /* A GPU named twice in GPU_LIST (a test of the several-GPU path) would
+     * run two single launches at once, each needing the whole GPU resident
+     * for its barrier: those shares use the two kernels. */
+    for (int k = 0; k < n; k++)
+        for (int l = 0; l < k; l++)
+            if (s->gpu[l].device == s->gpu[k].device)
+                s->gpu[k].single_blocks = s->gpu[l].single_blocks = 0;
     s->rec_nj = -1;
     if ((st = host_alloc(&s->gpu[0], (void **)&s->h_ibuf, 3 * sizeof(float4) * chunk)) ||
         (st = host_alloc(&s->gpu[0], (void **)&s->h_iidx, sizeof(int4) * chunk))) {

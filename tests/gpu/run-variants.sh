@@ -40,6 +40,18 @@ for v in $VARIANTS; do
   env ${TEST_WAVES:+NB6ACCEL_CUDA_WAVES=$TEST_WAVES} timeout 200 ./tests/gpu/test_gpunb_resident_cuda quick >"$OUT/test-res-$v.log" 2>&1
   note "  test_gpunb_resident_cuda quick rc=$?: $(grep -E '^relative errors' "$OUT/test-res-$v.log" | head -1)"
   grep -E "FAIL" "$OUT/test-res-$v.log" | head -5 | sed 's/^/  /' | tee -a "$S"
+  # The whole quick tests again on each other small-call path (the resident
+  # path's calls too; the several-GPU case on one GPU named three times keeps
+  # two kernels with SINGLE_LAUNCH=1, and gets dependent launches with PDL=1).
+  for small in $SMALL; do
+    [ "$small" = 0:0 ] && continue
+    for t in test_gpunb_cuda test_gpunb_resident_cuda; do
+      NB6ACCEL_CUDA_SINGLE_LAUNCH=${small%:*} NB6ACCEL_CUDA_PDL=${small#*:} timeout 200 ./tests/gpu/$t quick \
+        >"$OUT/$t-$v-${small/:/-}.log" 2>&1
+      note "  $t quick, SINGLE_LAUNCH:PDL=$small: rc=$? $(grep -E '^relative errors' "$OUT/$t-$v-${small/:/-}.log" | head -1)"
+      grep -E "FAIL" "$OUT/$t-$v-${small/:/-}.log" | head -5 | sed 's/^/  /' | tee -a "$S"
+    done
+  done
   sass=$(PATH=$PATH:/usr/local/cuda/bin bash "$SRC/tests/gpu/sass_per_interaction.sh" .libs/libgpunb.so $v)
   note "  SASS per interaction (per interaction, loop, nested, kernel): $sass"
   for waves in $WAVES; do
