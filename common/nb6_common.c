@@ -75,17 +75,19 @@ long nb6_first_nonfinite(const double *v, long n)
     return -1;
 }
 
-void *nb6_alloc(size_t bytes)
+void *nb6_alloc_aligned(size_t align, size_t bytes)
 {
     void *p = NULL;
     if (bytes == 0)
-        bytes = 64;
-    bytes = (bytes + 63) & ~(size_t)63;
-    p = aligned_alloc(64, bytes);
+        bytes = align;
+    bytes = (bytes + align - 1) & ~(align - 1);
+    p = aligned_alloc(align, bytes);
     if (p)
         memset(p, 0, bytes);
     return p;
 }
+
+void *nb6_alloc(size_t bytes) { return nb6_alloc_aligned(64, bytes); }
 
 void nb6_free(void *p)
 {

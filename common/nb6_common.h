@@ -77,6 +77,8 @@ static inline void nb6_split(double x, float *hi, float *lo)
 
 /* Allocation aligned to 64 bytes, zeroed; NULL on failure.  Free with nb6_free. */
 NB6_INTERNAL void *nb6_alloc(size_t bytes);
+/* The same aligned to align (a power of two, at least sizeof(void *)). */
+NB6_INTERNAL void *nb6_alloc_aligned(size_t align, size_t bytes);
 NB6_INTERNAL void nb6_free(void *p);
 
 #endif

@@ -36,12 +36,12 @@ enum gpuirr_status {
 typedef struct gpuirr gpuirr;
 
 typedef struct gpuirr_stats {
-    double time_predict_all;    /* s in gpuirr_predict_all                    */
-    double time_predict_active; /* s in gpuirr_predict_active                 */
-    double time_force;          /* s in gpuirr_force                          */
+    double time_predict_all;    /* s in gpuirr_predict_all (checks only)      */
+    double time_predict_active; /* s in gpuirr_predict_active (checks only)   */
+    double time_force;          /* s in gpuirr_force, predictions included    */
     double interactions;        /* sum of list lengths over forced particles  */
     long long particles_forced; /* i-particles evaluated                      */
-    long long particles_predicted;
+    long long particles_predicted; /* predict calls' first..last, or ni      */
     long long force_calls;
     /* How gpuirr_force's thread team spent the calls, to tell slow work from
      * slow threads (a team that wakes late, threads sharing CPUs): summed
@@ -79,18 +79,26 @@ GPUIRR_API int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3],
 GPUIRR_API int gpuirr_set_list(gpuirr *g, int addr, int n, const int *members);
 
 /* Predict particles first..last (inclusive, 1-based) to time t:
- * x = x0 + dt (v0 + dt (f_half + dt fdot_sixth)), v = v0 + 2 dt (f_half + 1.5 dt fdot_sixth). */
+ * x = x0 + dt (v0 + dt (f_half + dt fdot_sixth)), v = v0 + 2 dt (f_half + 1.5 dt fdot_sixth).
+ * The prediction itself happens inside gpuirr_force, for the particles it
+ * needs, from their records as they are then (NBODY6 sets the records of a
+ * block after its forces, so this is the same thing); this call sets t. */
 GPUIRR_API int gpuirr_predict_all(gpuirr *g, int first, int last, double t);
 
-/* Predict the ni particles addr[0..ni-1] and every member of their lists to t. */
+/* Predict the ni particles addr[0..ni-1] and every member of their lists to
+ * t: as gpuirr_predict_all, this sets the time of the next forces. */
 GPUIRR_API int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double t);
 
-/* Irregular force from the stored lists, with the predictions of the last
- * predict call: for n = 0..ni-1 and i = addr[n],
+/* Irregular force from the stored lists, every i and member predicted to the
+ * time of the last predict call (an error before the first one): for
+ * n = 0..ni-1 and i = addr[n],
  *   acc[n] = sum_{j in L_i} m_j dx / r^3,
  *   jrk[n] = sum_{j in L_i} m_j (dv/r^3 - 3 (dx.dv) dx / r^5).
  * Output row n belongs to addr[n].  An empty list gives exactly 0; r = 0
- * pairs contribute nothing. */
+ * pairs contribute nothing.  Precision: the reference kernel ("scalar")
+ * predicts and sums in double; the SIMD kernels store x0 and t0 as two
+ * floats (about 48 bits), the rest in float, predict the displacement in
+ * float and sum pairs in float, lanes in double. */
 GPUIRR_API int gpuirr_force(gpuirr *g, int ni, const int *addr,
                             double (*acc)[3], double (*jrk)[3]);
 

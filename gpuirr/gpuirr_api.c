@@ -4,7 +4,6 @@
 #include "gpuirr_dispatch.h"
 
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,11 +36,8 @@ void gpuirr_close(gpuirr *g)
     nb6_free(g->fdot_sixth);
     nb6_free(g->mass);
     nb6_free(g->t0);
-    nb6_free(g->xp);
-    nb6_free(g->vp);
     nb6_free(g->rec);
     nb6_free(g->lists);
-    nb6_free((void *)g->stamp);
     free(g);
 }
 
@@ -87,26 +83,30 @@ int gpuirr_open(gpuirr **out, int nmax, int lmax)
     }
     g->nmax = nmax;
     g->lmax = lmax;
+    g->t_pred = NAN;
     n = (size_t)nmax;
-    g->x0 = nb6_alloc(n * sizeof(double[3]));
-    g->v0 = nb6_alloc(n * sizeof(double[3]));
-    g->f_half = nb6_alloc(n * sizeof(double[3]));
-    g->fdot_sixth = nb6_alloc(n * sizeof(double[3]));
-    g->mass = nb6_alloc(n * sizeof(double));
-    g->t0 = nb6_alloc(n * sizeof(double));
-    g->xp = nb6_alloc(n * sizeof(double[3]));
-    g->vp = nb6_alloc(n * sizeof(double[3]));
-    g->rec = nb6_alloc(n * GPUIRR_REC * sizeof(float));
+    int records_ok;
+    if (g->kernel->float_records) {
+        g->rec = nb6_alloc_aligned(128, n * GPUIRR_REC * sizeof(float));
+        records_ok = g->rec != NULL;
+    } else {
+        g->x0 = nb6_alloc(n * sizeof(double[3]));
+        g->v0 = nb6_alloc(n * sizeof(double[3]));
+        g->f_half = nb6_alloc(n * sizeof(double[3]));
+        g->fdot_sixth = nb6_alloc(n * sizeof(double[3]));
+        g->mass = nb6_alloc(n * sizeof(double));
+        g->t0 = nb6_alloc(n * sizeof(double));
+        records_ok = g->x0 && g->v0 && g->f_half && g->fdot_sixth && g->mass && g->t0;
+    }
     g->lists = nb6_alloc(n * (size_t)lmax * sizeof(int));
-    g->stamp = nb6_alloc(n * sizeof(unsigned));
-    if (!g->x0 || !g->v0 || !g->f_half || !g->fdot_sixth || !g->mass || !g->t0 || !g->xp ||
-        !g->vp || !g->rec || !g->lists || !g->stamp) {
+    if (!records_ok || !g->lists) {
         gpuirr_close(g);
         return gpuirr_fail(GPUIRR_ERESOURCE,
                            "gpuirr_open: out of host memory for nmax = %d, lmax = %d (%.1f MB of lists)",
                            nmax, lmax, (double)n * (double)lmax * sizeof(int) / 1e6);
     }
-    advise_huge_pages(g->rec, n * GPUIRR_REC * sizeof(float));
+    if (g->rec)
+        advise_huge_pages(g->rec, n * GPUIRR_REC * sizeof(float));
     advise_huge_pages(g->lists, n * (size_t)lmax * sizeof(int));
     *out = g;
     return GPUIRR_OK;
@@ -159,6 +159,21 @@ int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3], const double v0
                            mass, addr);
     if (!isfinite(t0))
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_set_particle: t0 = %g of particle %d is not finite", t0, addr);
+    if (g->rec) {
+        /* One record, both lines written whole (pads 0): the line pair is
+         * owned by this call, and the next force reads it as it is. */
+        float r[GPUIRR_REC] = {0};
+        for (int k = 0; k < 3; k++) {
+            nb6_split(x0[k], &r[GPUIRR_REC_XHI + k], &r[GPUIRR_REC_XLO + k]);
+            r[GPUIRR_REC_V + k] = (float)v0[k];
+            r[GPUIRR_REC_F + k] = (float)f_half[k];
+            r[GPUIRR_REC_FDOT + k] = (float)fdot_sixth[k];
+        }
+        r[GPUIRR_REC_MASS] = (float)mass;
+        nb6_split(t0, &r[GPUIRR_REC_T0HI], &r[GPUIRR_REC_T0LO]);
+        memcpy(g->rec + (size_t)s * GPUIRR_REC, r, sizeof r);
+        return GPUIRR_OK;
+    }
     for (int k = 0; k < 3; k++) {
         g->x0[s][k] = x0[k];
         g->v0[s][k] = v0[k];
@@ -211,33 +226,16 @@ int gpuirr_predict_all(gpuirr *g, int first, int last, double t)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_predict_all: time = %g is not finite", t);
     if (first > last)
         return GPUIRR_OK;
-    g->kernel->predict_range(g, first - 1, last - 1, t);
+    g->t_pred = t; /* the force predicts (gpuirr_internal.h) */
     g->stats.particles_predicted += last - first + 1;
     g->stats.time_predict_all += nb6_clock() - t0;
     return GPUIRR_OK;
 }
 
-/* True for exactly one caller per slot and call: a plain load first, so
- * that slots already taken cost no atomic read-modify-write. */
-static inline int claim_slot(gpuirr *g, int s)
-{
-    return atomic_load_explicit(&g->stamp[s], memory_order_relaxed) != g->epoch &&
-           atomic_exchange_explicit(&g->stamp[s], g->epoch, memory_order_relaxed) != g->epoch;
-}
-
-/* The actives and their list members, each predicted once.  The threads
- * share the actives out, claim the slots they meet and predict what they
- * claimed in batches: on the H100 box's 16 cores the serial gather of
- * ~10^4 scattered slots per call was the largest single cost of GPUIRR
- * inside NBODY6 (PRED_ACT 13 s of 28 s at 128k, t = 0..4).  Each record is
- * written by the one thread that claimed it and read by nobody in this
- * call, so the records need no atomics; a prediction is a pure function of
- * the record and t, so the result does not depend on who claims what. */
 int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double t)
 {
     double t0 = nb6_clock();
     int st;
-    long count = 0;
     if (!g)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_predict_active: called before gpuirr_open (handle is NULL)");
     if (ni < 0 || (ni > 0 && !addr))
@@ -248,37 +246,8 @@ int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double t)
     for (int n = 0; n < ni; n++)
         if ((st = check_addr(g, "gpuirr_predict_active", "addr[n]", addr[n])))
             return st;
-    if (++g->epoch == 0) { /* wrapped: forget every old stamp */
-        for (int s = 0; s < g->nmax; s++)
-            atomic_store_explicit(&g->stamp[s], 0u, memory_order_relaxed);
-        g->epoch = 1;
-    }
-    enum { BATCH = 256 }; /* below predict_slots' own threshold for a team */
-#pragma omp parallel if (ni >= 32) reduction(+ : count)
-    {
-        int batch[BATCH], k = 0;
-#pragma omp for schedule(static) nowait
-        for (int n = 0; n < ni; n++) {
-            const int i = addr[n] - 1;
-            const int *col = g->lists + (size_t)i * (size_t)g->lmax;
-            for (int e = 0; e <= col[0]; e++) {
-                const int s = e == 0 ? i : col[e] / GPUIRR_REC;
-                if (!claim_slot(g, s))
-                    continue;
-                batch[k++] = s;
-                if (k == BATCH) {
-                    g->kernel->predict_slots(g, k, batch, t);
-                    count += k;
-                    k = 0;
-                }
-            }
-        }
-        if (k > 0) {
-            g->kernel->predict_slots(g, k, batch, t);
-            count += k;
-        }
-    }
-    g->stats.particles_predicted += count;
+    g->t_pred = t; /* the force predicts (gpuirr_internal.h) */
+    g->stats.particles_predicted += ni;
     g->stats.time_predict_active += nb6_clock() - t0;
     return GPUIRR_OK;
 }
@@ -306,6 +275,9 @@ int gpuirr_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*
         for (int n = 0; n < ni; n++)
             if ((st = check_addr(g, "gpuirr_force", "addr[n]", addr[n])))
                 return st;
+    if (isnan(g->t_pred))
+        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_force: called before any prediction "
+                                          "(gpuirr_predict_all or gpuirr_predict_active gives the time)");
     gpuirr_team team = {0.0, 0.0, 0};
     double interactions = g->kernel->force(g, ni, addr, acc, jrk, &team);
     g->stats.force_calls++;

@@ -7,37 +7,39 @@
 #include "gpuirr.h"
 #include "nb6_common.h"
 
-#include <stdatomic.h>
-
-/* Slot s = addr - 1 holds particle addr. */
+/* Slot s = addr - 1 holds particle addr.
+ *
+ * Prediction is lazy: the predict calls only record the time, and the force
+ * predicts each i and each list member from its record as it sums.  A
+ * separate prediction pass read six arrays and wrote a record for every
+ * member of every active list (PRED_ACT, PRED_ALL: 62 % of GPUIRR's time in
+ * the 64k Plummer run on the H100 box); predicting in the force reads the
+ * member's record once, where the force has to read it anyway. */
 struct gpuirr {
     int nmax, lmax;
 
-    /* Records as NBODY6 sets them: x0, v0, F = acc/2, FDOT = jerk/6 at t0. */
+    /* Records of the reference kernel (kernel->float_records == 0), as
+     * NBODY6 sets them: x0, v0, F = acc/2, FDOT = jerk/6 at t0; else NULL. */
     double (*x0)[3], (*v0)[3], (*f_half)[3], (*fdot_sixth)[3];
     double *mass, *t0;
 
-    /* Predicted positions and velocities, double (reference kernel). */
-    double (*xp)[3], (*vp)[3];
-
-    /* Predictions of the SIMD kernels: one 64-byte record (one cache line,
-     * so a gathered neighbour costs one line) of GPUIRR_REC floats per slot,
-     * laid out as GPUIRR_REC_* says.  The position is a two-float pair
-     * hi + lo (about 48 bits) so that x_j - x_i keeps full float precision
-     * far from the origin and for tight pairs. */
+    /* Records of the SIMD kernels (kernel->float_records): GPUIRR_REC
+     * floats per slot, laid out as GPUIRR_REC_* says, 128-byte aligned so
+     * that one record is one pair of cache lines (the adjacent-line
+     * prefetcher fetches the pair).  The position and the epoch are
+     * two-float pairs hi + lo (about 48 bits): x_j - x_i keeps full float
+     * precision far from the origin and for tight pairs, and t - t0 full
+     * float precision at any t.  Else NULL. */
     float *rec;
 
     /* lists[s*lmax] = count, lists[s*lmax + 1 .. count] = the members as
-     * offsets of their records in rec, GPUIRR_REC * (addr - 1): the kernels
+     * offsets of their records, GPUIRR_REC * (addr - 1): the SIMD kernels
      * address a record straight from its list entry (no shift per member),
      * which limits nmax to INT_MAX / GPUIRR_REC. */
     int *lists;
 
-    /* predict_active bookkeeping: stamp[s] == epoch once slot s has been
-     * claimed for prediction in this call (atomic: threads claim in
-     * parallel, each slot exactly once). */
-    _Atomic unsigned *stamp;
-    unsigned epoch;
+    /* Time of the last predict call; NaN before the first one. */
+    double t_pred;
 
     const struct gpuirr_kernel *kernel;
     gpuirr_stats stats;
@@ -52,25 +54,31 @@ typedef struct gpuirr_team {
 
 typedef struct gpuirr_kernel {
     const char *name;
-    /* Predict slots s = first..last (0-based, inclusive) to t. */
-    void (*predict_range)(gpuirr *g, int first, int last, double t);
-    /* Predict the n slots slot[0..n-1] (distinct) to t. */
-    void (*predict_slots)(gpuirr *g, int n, const int *slot, double t);
-    /* Irregular force as gpuirr_force documents; addr already checked.
-     * Returns the number of pairs summed (the sum of the list lengths),
-     * counted inside the parallel loop: a serial pass over the lists before
-     * it costs ~10 % of a 16-thread call.  Fills *team. */
+    /* 1: the kernel reads rec (float records), 0: the double arrays. */
+    int float_records;
+    /* Irregular force as gpuirr_force documents, every i and member
+     * predicted to g->t_pred; addr already checked.  Returns the number of
+     * pairs summed (the sum of the list lengths), counted inside the
+     * parallel loop: a serial pass over the lists before it costs ~10 % of
+     * a 16-thread call.  Fills *team. */
     double (*force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*jrk)[3],
                     struct gpuirr_team *team);
 } gpuirr_kernel;
 
 enum {
-    GPUIRR_NMAX = 0x7fffffff / 16, /* lists hold GPUIRR_REC * slot as an int */
-    GPUIRR_REC = 16,     /* floats per record                               */
-    GPUIRR_REC_XHI = 0,  /* x, y, z rounded to float                        */
-    GPUIRR_REC_MASS = 3, /* mass                                            */
-    GPUIRR_REC_XLO = 4,  /* x - hi, y - hi, z - hi, rounded to float        */
-    GPUIRR_REC_V = 8     /* vx, vy, vz; floats 7 and 11..15 are padding     */
+    GPUIRR_NMAX = 0x7fffffff / 32, /* lists hold GPUIRR_REC * slot as an int */
+    GPUIRR_REC = 32,      /* floats per record (two cache lines)             */
+    /* In the order the force uses them, each group a load of its own
+     * (fields 0..7, 8..15, 16..19), so that few are live at a time: */
+    GPUIRR_REC_T0HI = 0,  /* t0 rounded to float                             */
+    GPUIRR_REC_T0LO = 1,  /* t0 - hi rounded to float                        */
+    GPUIRR_REC_F = 2,     /* F = acc/2 (3)                                   */
+    GPUIRR_REC_FDOT = 5,  /* FDOT = jerk/6 (3)                               */
+    GPUIRR_REC_V = 8,     /* v0 (3)                                          */
+    GPUIRR_REC_XLO = 11,  /* x0 - hi, ... rounded to float (3)               */
+    GPUIRR_REC_MASS = 14, /* mass; float 15 is 0                             */
+    GPUIRR_REC_XHI = 16,  /* x0, y0, z0 rounded to float (3); 19..31 are 0   */
+    GPUIRR_REC_FIELDS = 20 /* fields the kernels load per member             */
 };
 
 NB6_INTERNAL extern const gpuirr_kernel gpuirr_kernel_scalar;

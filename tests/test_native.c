@@ -88,6 +88,12 @@ int main(void)
                   "v0[1] = nan of particle 4", "NaN velocity");
     expect_status(gpuirr_force(g, 1, (int[]){0}, (double[1][3]){{0}}, (double[1][3]){{0}}), GPUIRR_EUSAGE,
                   gpuirr_last_error(), "addr[n] = 0 is outside", "force on index 0");
+    /* Prediction happens in the force at the predict call's time: none yet. */
+    expect_status(gpuirr_force(g, 1, (int[]){4}, (double[1][3]){{0}}, (double[1][3]){{0}}), GPUIRR_EUSAGE,
+                  gpuirr_last_error(), "called before any prediction", "force before any predict call");
+    TL_CHECK(gpuirr_predict_active(g, 1, (int[]){4}, 0.5) == GPUIRR_OK, "predict_active: %s", gpuirr_last_error());
+    TL_CHECK(gpuirr_force(g, 1, (int[]){4}, (double[1][3]){{0}}, (double[1][3]){{0}}) == GPUIRR_OK,
+             "force after a predict call: %s", gpuirr_last_error());
     gpuirr_close(g);
     tl_cluster_free(&c);
     return tl_finish("test_native");

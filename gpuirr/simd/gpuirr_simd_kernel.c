@@ -5,13 +5,19 @@
  * selects the vector vocabulary nb6_simd_<level>.h (FFTW's way).  Each build
  * defines gpuirr_kernel_<level>; gpuirr_dispatch.c picks one at run time.
  *
- * Precision: prediction in double as gpuirr.h states, stored as a two-float
- * position (hi + lo), float velocity and mass.  The force forms
- * dx = (x_j,hi - x_i,hi) + (x_j,lo - x_i,lo): the hi difference is exact for
- * neighbours (Sterbenz), so dx is good to a float ulp wherever the pair is.
- * Pair arithmetic in float; per-lane float sums of at most FLUSH_GROUPS
- * terms, then summed in double, so lists of any length lose nothing that
- * matters. */
+ * Prediction happens here, per pair: each member's record (x0 and t0 as
+ * two-float pairs, v0, F, FDOT, mass in float; gpuirr_internal.h) is loaded
+ * once and predicted to t in float, as the displacement
+ * d = dt (v0 + dt (F + dt FDOT)) and v = v0 + 2 dt (F + 1.5 dt FDOT), with
+ * dt = (t_hi - t0_hi) + (t_lo - t0_lo).  The pair's separation is
+ *   dx = (x0_j,hi - x0_i,hi) + ((x0_j,lo + d_j) - (x0_i,lo + d_i)):
+ * the hi difference is exact for neighbours (Sterbenz), and d is small
+ * beside it, so dx is good to about a float ulp wherever the pair is.  The
+ * i is predicted by the same vector operations on its broadcast record, so
+ * a particle gets the same prediction as i and as a member (identical
+ * records give r = 0 exactly).  Pair arithmetic in float; per-lane float
+ * sums of at most FLUSH_GROUPS terms, then summed in double, so lists of
+ * any length lose nothing that matters. */
 #include "config.h"
 #include "gpuirr_internal.h"
 #include "nb6_simd_select.h"
@@ -20,62 +26,86 @@
 
 /* ---- prediction ------------------------------------------------------------ */
 
-/* x = x0 + dt (v0 + dt (F + dt FDOT)), v = v0 + 2 dt (F + 1.5 dt FDOT), in
- * double, written as a record (GPUIRR_REC_*). */
-static inline void predict_slot(const gpuirr *restrict g, float *restrict rec, int s, double t)
+/* The prediction time as a two-float pair, broadcast. */
+typedef struct t_pair {
+    simd_f hi, lo;
+} t_pair;
+
+/* Predicted state of SIMD_VL particles: the low part of the position
+ * (x0_lo + d; the hi part is the record's) and the velocity. */
+typedef struct predicted {
+    simd_f lo[3], v[3];
+} predicted;
+
+/* Prediction to t from the record's fields 0..7 (epoch, F, FDOT) and
+ * 8..15 (v0, x0_lo), in two stages so that a member's first group of
+ * fields is used up before its second is loaded. */
+typedef struct partial_prediction {
+    simd_f dt, dt2, pos[3], vel[3]; /* F + dt FDOT, F + 1.5 dt FDOT */
+} partial_prediction;
+
+static inline __attribute__((always_inline)) partial_prediction predict_first(const simd_f f[8], t_pair t)
 {
-    const double dt = t - g->t0[s];
-    float *r = rec + (size_t)s * GPUIRR_REC;
+    partial_prediction p;
+    p.dt = simd_add(simd_sub(t.hi, f[GPUIRR_REC_T0HI]), simd_sub(t.lo, f[GPUIRR_REC_T0LO]));
+    p.dt2 = simd_add(p.dt, p.dt);
+    const simd_f dt15 = simd_mul(simd_set1(1.5f), p.dt);
     for (int k = 0; k < 3; k++) {
-        double a2 = g->f_half[s][k], j6 = g->fdot_sixth[s][k];
-        double x = g->x0[s][k] + dt * (g->v0[s][k] + dt * (a2 + dt * j6));
-        double v = g->v0[s][k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
-        nb6_split(x, &r[GPUIRR_REC_XHI + k], &r[GPUIRR_REC_XLO + k]);
-        r[GPUIRR_REC_V + k] = (float)v;
+        p.pos[k] = simd_fmadd(p.dt, f[GPUIRR_REC_FDOT + k], f[GPUIRR_REC_F + k]);
+        p.vel[k] = simd_fmadd(dt15, f[GPUIRR_REC_FDOT + k], f[GPUIRR_REC_F + k]);
     }
-    r[GPUIRR_REC_MASS] = (float)g->mass[s];
+    return p;
 }
 
-static void SIMD_SUFFIX(predict_range)(gpuirr *g, int first, int last, double t)
+/* f: fields 8..15, so f[GPUIRR_REC_V - 8 + k] is v0[k]. */
+static inline __attribute__((always_inline)) predicted predict_second(const partial_prediction *p,
+                                                                      const simd_f f[8])
 {
-    float *rec = g->rec;
-    /* Small ranges are not worth waking the thread team. */
-#pragma omp parallel for simd schedule(static) if (last - first >= 4096)
-    for (int s = first; s <= last; s++)
-        predict_slot(g, rec, s, t);
-}
-
-static void SIMD_SUFFIX(predict_slots)(gpuirr *g, int n, const int *slot, double t)
-{
-    float *rec = g->rec;
-#pragma omp parallel for schedule(static) if (n >= 4096)
-    for (int k = 0; k < n; k++)
-        predict_slot(g, rec, slot[k], t);
+    predicted q;
+    for (int k = 0; k < 3; k++) {
+        const simd_f v0 = f[GPUIRR_REC_V - 8 + k];
+        const simd_f d = simd_mul(p->dt, simd_fmadd(p->dt, p->pos[k], v0));
+        q.lo[k] = simd_add(f[GPUIRR_REC_XLO - 8 + k], d);
+        q.v[k] = simd_fmadd(p->dt2, p->vel[k], v0);
+    }
+    return q;
 }
 
 /* ---- irregular force -------------------------------------------------------- */
 
-/* Accumulators of one i and its predicted values, broadcast. */
+/* Accumulators of one i, and its predicted values as scalars: broadcast
+ * from memory where they are used (an operand of the subtraction on
+ * AVX-512), they leave the registers to the record transposes, which
+ * otherwise spill. */
 typedef struct i_sums {
-    simd_f xh, yh, zh, xl, yl, zl, vx, vy, vz;
+    float xh[3], xl[3], v[3];
     simd_f ax, ay, az, jx, jy, jz;
 } i_sums;
 
-/* Adds SIMD_VL pairs; f[] holds the records' fields (GPUIRR_REC_*).  About
- * 45 flops per pair.  r = 0 gives 1/r = 0 and so adds exactly 0, and so does
- * a lane with mass 0. */
-static inline __attribute__((always_inline)) void add_pairs(i_sums *q, const simd_f f[12])
+/* Adds SIMD_VL pairs, the members' records at rec + idx[l], predicted to t
+ * here; the_mass masks lanes off (a tail).  About 45 flops per pair for the
+ * force, 20 for the prediction.  r = 0 gives 1/r = 0 and so adds exactly 0,
+ * and so does a lane with mass 0. */
+static inline __attribute__((always_inline)) void add_pairs(i_sums *q, const float *rec, const int *idx,
+                                                            t_pair t, simd_mask keep)
 {
-    simd_f dx = simd_add(simd_sub(f[GPUIRR_REC_XHI], q->xh), simd_sub(f[GPUIRR_REC_XLO], q->xl));
-    simd_f dy = simd_add(simd_sub(f[GPUIRR_REC_XHI + 1], q->yh), simd_sub(f[GPUIRR_REC_XLO + 1], q->yl));
-    simd_f dz = simd_add(simd_sub(f[GPUIRR_REC_XHI + 2], q->zh), simd_sub(f[GPUIRR_REC_XLO + 2], q->zl));
-    simd_f dvx = simd_sub(f[GPUIRR_REC_V], q->vx);
-    simd_f dvy = simd_sub(f[GPUIRR_REC_V + 1], q->vy);
-    simd_f dvz = simd_sub(f[GPUIRR_REC_V + 2], q->vz);
+    simd_f f[8], xh[4];
+    simd_load_fields8(rec, idx, 0, f);
+    const partial_prediction pp = predict_first(f, t);
+    simd_load_fields8(rec, idx, 8, f);
+    const predicted p = predict_second(&pp, f);
+    const simd_f mass = simd_keep(f[GPUIRR_REC_MASS - 8], keep);
+    simd_load_fields4(rec, idx, GPUIRR_REC_XHI, xh);
+    simd_f dvx = simd_sub(p.v[0], simd_set1(q->v[0]));
+    simd_f dvy = simd_sub(p.v[1], simd_set1(q->v[1]));
+    simd_f dvz = simd_sub(p.v[2], simd_set1(q->v[2]));
+    simd_f dx = simd_add(simd_sub(xh[0], simd_set1(q->xh[0])), simd_sub(p.lo[0], simd_set1(q->xl[0])));
+    simd_f dy = simd_add(simd_sub(xh[1], simd_set1(q->xh[1])), simd_sub(p.lo[1], simd_set1(q->xl[1])));
+    simd_f dz = simd_add(simd_sub(xh[2], simd_set1(q->xh[2])), simd_sub(p.lo[2], simd_set1(q->xl[2])));
     simd_f r2 = simd_fmadd(dz, dz, simd_fmadd(dy, dy, simd_mul(dx, dx)));
     simd_f rinv = simd_rsqrt_nz(r2);
     simd_f rinv2 = simd_mul(rinv, rinv);
-    simd_f mr3 = simd_mul(simd_mul(f[GPUIRR_REC_MASS], rinv), rinv2);
+    simd_f mr3 = simd_mul(simd_mul(mass, rinv), rinv2);
     simd_f rv = simd_mul(simd_mul(simd_set1(3.0f), rinv2),
                          simd_fmadd(dz, dvz, simd_fmadd(dy, dvy, simd_mul(dx, dvx))));
     q->ax = simd_fmadd(mr3, dx, q->ax);
@@ -114,6 +144,14 @@ static inline void prefetch_line(const void *p)
 #endif
 }
 
+/* Both lines of a record: the adjacent-line prefetcher would bring the
+ * second only as far as L2, a prefetch brings it to L1 with the first. */
+static inline void prefetch_record(const float *r)
+{
+    prefetch_line(r);
+    prefetch_line(r + 16);
+}
+
 /* Prefetches of the records of the next list, spread over the groups of
  * this one: members are scattered over all N, so without them every pair
  * waits for a cache miss, and a burst of ~90 misses at once queues on the
@@ -137,12 +175,12 @@ static inline __attribute__((always_inline)) void prefetch_some(next_list *nx, i
     if (!all && nx->done + PREFETCH_PER_GROUP <= nx->len) {
 #pragma GCC unroll 16
         for (int e = 0; e < PREFETCH_PER_GROUP; e++)
-            prefetch_line(nx->rec + (unsigned)m[e]);
+            prefetch_record(nx->rec + (unsigned)m[e]);
         nx->done += PREFETCH_PER_GROUP;
         return;
     }
     for (int e = 0; e < nx->len - nx->done; e++)
-        prefetch_line(nx->rec + (unsigned)m[e]);
+        prefetch_record(nx->rec + (unsigned)m[e]);
     nx->done = nx->len;
 }
 
@@ -153,28 +191,32 @@ static inline __attribute__((always_inline)) void prefetch_some(next_list *nx, i
  * exactly 0; gathers would cost more there than a full group. */
 static inline __attribute__((always_inline)) void force_one(const float *restrict rec,
                                                             const int *restrict col, int s,
-                                                            next_list *nx, double acc[3],
-                                                            double jrk[3])
+                                                            t_pair t, next_list *nx,
+                                                            double acc[3], double jrk[3])
 {
     const float *ri = rec + (size_t)s * GPUIRR_REC;
     const int len = col[0];
     const int *members = col + 1;
+    /* The i in every lane, predicted by the same operations as a member. */
+    simd_f f[16];
+    for (int k = 0; k < 16; k++)
+        f[k] = simd_set1(ri[k]);
+    const partial_prediction ppi = predict_first(f, t);
+    const predicted pi = predict_second(&ppi, f + 8);
     i_sums q = {
-        .xh = simd_set1(ri[GPUIRR_REC_XHI]), .yh = simd_set1(ri[GPUIRR_REC_XHI + 1]),
-        .zh = simd_set1(ri[GPUIRR_REC_XHI + 2]), .xl = simd_set1(ri[GPUIRR_REC_XLO]),
-        .yl = simd_set1(ri[GPUIRR_REC_XLO + 1]), .zl = simd_set1(ri[GPUIRR_REC_XLO + 2]),
-        .vx = simd_set1(ri[GPUIRR_REC_V]), .vy = simd_set1(ri[GPUIRR_REC_V + 1]),
-        .vz = simd_set1(ri[GPUIRR_REC_V + 2]),
         .ax = simd_zero(), .ay = simd_zero(), .az = simd_zero(),
         .jx = simd_zero(), .jy = simd_zero(), .jz = simd_zero(),
     };
-    simd_f f[12];
+    for (int k = 0; k < 3; k++) {
+        q.xh[k] = ri[GPUIRR_REC_XHI + k];
+        q.xl[k] = simd_lane0(pi.lo[k]);
+        q.v[k] = simd_lane0(pi.v[k]);
+    }
     double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0};
     int e = 0, groups = 0;
     for (; e + SIMD_VL <= len; e += SIMD_VL) {
         prefetch_some(nx, 0);
-        simd_load_records(rec, members + e, f);
-        add_pairs(&q, f);
+        add_pairs(&q, rec, members + e, t, simd_first(SIMD_VL));
         if (++groups == FLUSH_GROUPS) /* long lists: keep the float sums short */
             flush(&q, a, jk), groups = 0;
     }
@@ -183,9 +225,7 @@ static inline __attribute__((always_inline)) void force_one(const float *restric
         const int left = len - e;
         int idx[SIMD_VL];
         simd_tail_offsets(members + e, left, idx);
-        simd_load_records(rec, idx, f);
-        f[GPUIRR_REC_MASS] = simd_keep(f[GPUIRR_REC_MASS], simd_first(left));
-        add_pairs(&q, f);
+        add_pairs(&q, rec, idx, t, simd_first(left));
     }
     flush(&q, a, jk);
     for (int k = 0; k < 3; k++) {
@@ -254,6 +294,9 @@ static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, doubl
 {
     const float *rec = g->rec;
     const int *lists = g->lists;
+    float t_hi, t_lo;
+    nb6_split(g->t_pred, &t_hi, &t_lo);
+    const t_pair tp = {simd_set1(t_hi), simd_set1(t_lo)};
     const size_t lmax = (size_t)g->lmax;
     /* Chunks of about 1/8 of a thread's share (2..32 particles): small blocks
      * still spread over every thread, large ones do not queue on the shared
@@ -296,11 +339,11 @@ static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, doubl
                     const int *next = lists + (size_t)(addr[n1] - 1) * lmax;
                     nx.members = next + 1;
                     nx.len = next[0];
-                    prefetch_line(rec + (size_t)(addr[n1] - 1) * GPUIRR_REC);
+                    prefetch_record(rec + (size_t)(addr[n1] - 1) * GPUIRR_REC);
                 }
                 const int *col = lists + (size_t)s * lmax;
                 pairs += col[0];
-                force_one(rec, col, s, &nx, acc[n], jrk[n]);
+                force_one(rec, col, s, tp, &nx, acc[n], jrk[n]);
             }
             cs.begin[0] = cs.begin[1];
             cs.end[0] = cs.end[1];
@@ -317,7 +360,6 @@ static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, doubl
 
 const gpuirr_kernel SIMD_SUFFIX(gpuirr_kernel) = {
     .name = SIMD_LEVEL_NAME,
-    .predict_range = SIMD_SUFFIX(predict_range),
-    .predict_slots = SIMD_SUFFIX(predict_slots),
+    .float_records = 1,
     .force = SIMD_SUFFIX(force),
 };

@@ -1,6 +1,6 @@
 /* nb6_simd_avx512.h -- the vector vocabulary of the SIMD kernels for
  * AVX-512F: 16 float lanes, opmask registers for masks, a gather of whole
- * 64-byte records (simd_load_records), rsqrt14 refined by one Newton step.
+ * records (simd_load_records), rsqrt14 refined by one Newton step.
  * Compile with SIMD_AVX512_CFLAGS.  Every nb6_simd_<level>.h defines the same
  * names; the kernels use only them. */
 #ifndef NB6_SIMD_ISA_H
@@ -51,16 +51,25 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
     return _mm512_fmadd_ps(_mm512_mul_ps(y, _mm512_set1_ps(0.5f)), e, y);
 }
 
-/* Fields 0..11 of the 16-float records at base + idx[l], l = 0..SIMD_VL-1
- * (idx[l]: a record offset from a list, a multiple of 16, 64-byte aligned),
- * as vectors: out[f] lane l = base[idx[l] + f]; field 7 is left out (padding).
- * Cheaper than ten gathers, which fetch the same cache line ten times, and
- * the shuffles are the kernel's scarce port: fields 0..7 come as 256-bit
- * halves, records l and l + 8 in one vector (one load, one insert), then an
- * 8x8 transpose inside each half (unpack, shuffle, two-source permute: 23
- * shuffles); fields 8..10 as 128-bit quarters inserted at the lane
- * (record l in quarter l / 4) and 4x4 transposes.  Record-major order, so
- * that one record's address is live at a time (sixteen live offsets spill). */
+/* Record loads: fields off..off+7 (simd_load_fields8, off a multiple of 8)
+ * or off..off+3 (simd_load_fields4, off a multiple of 4) of the records at
+ * base + idx[l], l = 0..SIMD_VL-1 (idx[l]: a record offset from a list,
+ * 32-byte aligned), as vectors: out[f] lane l = base[idx[l] + off + f].
+ * Cheaper than gathers, which fetch the same cache line once per field,
+ * and the shuffles are the kernel's scarce port: eight fields come as
+ * 256-bit halves, records l and l + 8 in one vector (one load, one
+ * insert), then an 8x8 transpose inside each half (unpack, shuffle,
+ * two-source permute: 24 shuffles); four fields as 128-bit quarters
+ * inserted at the lane (record l in quarter l / 4) and 4x4 transposes.
+ * Record-major order, so that one record's address is live at a time
+ * (sixteen live offsets spill), and each load reads its offset afresh
+ * (record_offset): a record is loaded in three groups of fields, and the
+ * compiler would otherwise keep its sixteen addresses from one group to the
+ * next, on the stack. */
+static inline __attribute__((always_inline)) unsigned record_offset(const int *idx, int l)
+{
+    return (unsigned)((const volatile int *)idx)[l];
+}
 /* v into 128-bit quarter `lane` (1..3) of r.  The intrinsic needs an
  * immediate: the switch folds away where the caller's loop is unrolled, and
  * still compiles at -O0. */
@@ -76,23 +85,22 @@ static inline __attribute__((always_inline)) __m512 insert_quarter(__m512 r, __m
     }
 }
 
-static inline __attribute__((always_inline)) void simd_load_records(const float *base, const int *idx, simd_f out[12])
+static inline __attribute__((always_inline)) void simd_load_fields8(const float *base, const int *idx, int off,
+                                                               simd_f out[8])
 {
-    __m512 h[8], q[4];
+    __m512 h[8];
 #pragma GCC unroll 16
     for (int l = 0; l < 16; l++) {
         /* unsigned: the offset is zero-extended by the load itself */
-        const float *p = base + (unsigned)idx[l];
-        const int row = l & 7, g = l & 3, lane = l >> 2;
+        const float *p = base + record_offset(idx, l) + off;
+        const int row = l & 7;
         if (l < 8)
             h[row] = _mm512_castps256_ps512(_mm256_load_ps(p));
         else
             h[row] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(h[row]),
                                                          _mm256_castps_pd(_mm256_load_ps(p)), 1));
-        __m128 v = _mm_load_ps(p + 8); /* fields 8..11 */
-        q[g] = lane == 0 ? _mm512_broadcast_f32x4(v) : insert_quarter(q[g], v, lane);
     }
-    /* h[r]: fields 0..7 of record r (low half) and r + 8 (high half). */
+    /* h[r]: fields off..off+7 of record r (low half) and r + 8 (high half). */
     __m512 t[8], u[8];
 #pragma GCC unroll 4
     for (int k = 0; k < 4; k++) {
@@ -114,20 +122,33 @@ static inline __attribute__((always_inline)) void simd_load_records(const float 
     for (int f = 0; f < 4; f++) {
         __m512d lo = _mm512_castps_pd(u[f]), hi = _mm512_castps_pd(u[4 + f]);
         out[f] = _mm512_castpd_ps(_mm512_permutex2var_pd(lo, even, hi));
-        if (f < 3)
-            out[4 + f] = _mm512_castpd_ps(_mm512_permutex2var_pd(lo, odd, hi));
+        out[4 + f] = _mm512_castpd_ps(_mm512_permutex2var_pd(lo, odd, hi));
     }
-    out[7] = _mm512_setzero_ps();
-    /* q[g]: 128-bit lane L holds fields 8..11 of record g + 4L. */
+}
+
+static inline __attribute__((always_inline)) void simd_load_fields4(const float *base, const int *idx, int off,
+                                                               simd_f out[4])
+{
+    __m512 q[4];
+#pragma GCC unroll 16
+    for (int l = 0; l < 16; l++) {
+        const int g = l & 3, lane = l >> 2;
+        __m128 v = _mm_load_ps(base + record_offset(idx, l) + off);
+        q[g] = lane == 0 ? _mm512_broadcast_f32x4(v) : insert_quarter(q[g], v, lane);
+    }
+    /* q[g]: 128-bit lane L holds fields off..off+3 of record g + 4L. */
     __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(q[0], q[1]));
     __m512d t1 = _mm512_castps_pd(_mm512_unpackhi_ps(q[0], q[1]));
     __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(q[2], q[3]));
     __m512d t3 = _mm512_castps_pd(_mm512_unpackhi_ps(q[2], q[3]));
-    out[8] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-    out[9] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-    out[10] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-    out[11] = _mm512_setzero_ps();
+    out[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    out[1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    out[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    out[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
 }
+
+/* Lane 0 of v. */
+static inline float simd_lane0(simd_f v) { return _mm512_cvtss_f32(v); }
 
 /* Sum of the lanes, in double. */
 static inline double simd_hsum(simd_f v)

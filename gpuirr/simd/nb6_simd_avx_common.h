@@ -14,32 +14,40 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
     return _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(r2)), pos);
 }
 
-/* Fields 0..11 of the 16-float records at base + idx[l], l = 0..SIMD_VL-1
- * (idx[l]: a record offset from a list, a multiple of 16), as vectors:
- * out[f] lane l = base[idx[l] + f].  Three
- * aligned 128-bit loads per record and 4x4 transposes: cheaper than ten
- * gathers, which fetch the same cache line ten times. */
-static inline __attribute__((always_inline)) void simd_load_records(const float *base, const int *idx, simd_f out[12])
+/* Record loads: fields off..off+3 (simd_load_fields4, off a multiple of
+ * 4) or off..off+7 (simd_load_fields8) of the records at base + idx[l],
+ * l = 0..SIMD_VL-1 (idx[l]: a record offset from a list, 16-byte aligned),
+ * as vectors: out[f] lane l = base[idx[l] + off + f].  Aligned 128-bit
+ * loads and 4x4 transposes: cheaper than gathers, which fetch the same
+ * cache line once per field. */
+static inline __attribute__((always_inline)) void simd_load_fields4(const float *base, const int *idx, int off,
+                                                                    simd_f out[4])
 {
-#pragma GCC unroll 3
-    for (int c = 0; c < 3; c++) {
-        __m256 r[4];
+    __m256 r[4];
 #pragma GCC unroll 4
-        for (int g = 0; g < 4; g++)
-            r[g] = _mm256_insertf128_ps(
-                _mm256_castps128_ps256(_mm_load_ps(base + (unsigned)idx[g] + 4 * c)),
-                _mm_load_ps(base + (unsigned)idx[g + 4] + 4 * c), 1);
-        /* In 128-bit lane L, row g is record g + 4L: transpose each 4x4. */
-        __m256d t0 = _mm256_castps_pd(_mm256_unpacklo_ps(r[0], r[1]));
-        __m256d t1 = _mm256_castps_pd(_mm256_unpackhi_ps(r[0], r[1]));
-        __m256d t2 = _mm256_castps_pd(_mm256_unpacklo_ps(r[2], r[3]));
-        __m256d t3 = _mm256_castps_pd(_mm256_unpackhi_ps(r[2], r[3]));
-        out[4 * c + 0] = _mm256_castpd_ps(_mm256_unpacklo_pd(t0, t2));
-        out[4 * c + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(t0, t2));
-        out[4 * c + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(t1, t3));
-        out[4 * c + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(t1, t3));
-    }
+    for (int g = 0; g < 4; g++)
+        r[g] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(base + (unsigned)idx[g] + off)),
+                                    _mm_load_ps(base + (unsigned)idx[g + 4] + off), 1);
+    /* In 128-bit lane L, row g is record g + 4L: transpose each 4x4. */
+    __m256d t0 = _mm256_castps_pd(_mm256_unpacklo_ps(r[0], r[1]));
+    __m256d t1 = _mm256_castps_pd(_mm256_unpackhi_ps(r[0], r[1]));
+    __m256d t2 = _mm256_castps_pd(_mm256_unpacklo_ps(r[2], r[3]));
+    __m256d t3 = _mm256_castps_pd(_mm256_unpackhi_ps(r[2], r[3]));
+    out[0] = _mm256_castpd_ps(_mm256_unpacklo_pd(t0, t2));
+    out[1] = _mm256_castpd_ps(_mm256_unpackhi_pd(t0, t2));
+    out[2] = _mm256_castpd_ps(_mm256_unpacklo_pd(t1, t3));
+    out[3] = _mm256_castpd_ps(_mm256_unpackhi_pd(t1, t3));
 }
+
+static inline __attribute__((always_inline)) void simd_load_fields8(const float *base, const int *idx, int off,
+                                                                    simd_f out[8])
+{
+    simd_load_fields4(base, idx, off, out);
+    simd_load_fields4(base, idx, off + 4, out + 4);
+}
+
+/* Lane 0 of v. */
+static inline float simd_lane0(simd_f v) { return _mm256_cvtss_f32(v); }
 
 static inline double simd_hsum(simd_f v)
 {

@@ -16,6 +16,7 @@
 typedef float simd_f;
 typedef int simd_mask;
 
+static inline float simd_lane0(simd_f v) { return v; }
 static inline simd_f simd_set1(float a) { return a; }
 static inline simd_f simd_zero(void) { return 0.0f; }
 static inline simd_f simd_load(const float *p) { return *p; }
@@ -31,10 +32,17 @@ static inline simd_f simd_keep(simd_f a, simd_mask m) { return m ? a : 0.0f; }
 static inline unsigned simd_mask_bits(simd_mask m) { return m ? 1u : 0u; }
 static inline simd_mask simd_first(int n) { return n > 0; }
 static inline simd_f simd_rsqrt_nz(simd_f r2) { return r2 > 0.0f ? 1.0f / sqrtf(r2) : 0.0f; }
-static inline __attribute__((always_inline)) void simd_load_records(const float *base, const int *idx, simd_f out[12])
+static inline __attribute__((always_inline)) void simd_load_fields4(const float *base, const int *idx, int off,
+                                                                    simd_f out[4])
 {
-    for (int f = 0; f < 12; f++)
-        out[f] = base[(unsigned)idx[0] + f];
+    for (int f = 0; f < 4; f++)
+        out[f] = base[(unsigned)idx[0] + off + f];
+}
+static inline __attribute__((always_inline)) void simd_load_fields8(const float *base, const int *idx, int off,
+                                                                    simd_f out[8])
+{
+    for (int f = 0; f < 8; f++)
+        out[f] = base[(unsigned)idx[0] + off + f];
 }
 static inline double simd_hsum(simd_f v) { return v; }
 

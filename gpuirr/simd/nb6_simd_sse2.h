@@ -46,26 +46,34 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
     return _mm_and_ps(_mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(r2)), pos);
 }
 
-/* Fields 0..11 of the 16-float records at base + idx[l], l = 0..SIMD_VL-1
- * (idx[l]: a record offset from a list, a multiple of 16), as vectors:
- * out[f] lane l = base[idx[l] + f].  Three
- * aligned 128-bit loads per record and 4x4 transposes: cheaper than ten
- * gathers, which fetch the same cache line ten times. */
-static inline __attribute__((always_inline)) void simd_load_records(const float *base, const int *idx, simd_f out[12])
+/* Record loads: fields off..off+3 (simd_load_fields4, off a multiple of
+ * 4) or off..off+7 (simd_load_fields8) of the records at base + idx[l],
+ * l = 0..SIMD_VL-1 (idx[l]: a record offset from a list, 16-byte aligned),
+ * as vectors: out[f] lane l = base[idx[l] + off + f].  Aligned 128-bit
+ * loads and 4x4 transposes. */
+static inline __attribute__((always_inline)) void simd_load_fields4(const float *base, const int *idx, int off,
+                                                                    simd_f out[4])
 {
-#pragma GCC unroll 3
-    for (int c = 0; c < 3; c++) {
-        __m128 r0 = _mm_load_ps(base + (unsigned)idx[0] + 4 * c);
-        __m128 r1 = _mm_load_ps(base + (unsigned)idx[1] + 4 * c);
-        __m128 r2 = _mm_load_ps(base + (unsigned)idx[2] + 4 * c);
-        __m128 r3 = _mm_load_ps(base + (unsigned)idx[3] + 4 * c);
-        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-        out[4 * c + 0] = r0;
-        out[4 * c + 1] = r1;
-        out[4 * c + 2] = r2;
-        out[4 * c + 3] = r3;
-    }
+    __m128 r0 = _mm_load_ps(base + (unsigned)idx[0] + off);
+    __m128 r1 = _mm_load_ps(base + (unsigned)idx[1] + off);
+    __m128 r2 = _mm_load_ps(base + (unsigned)idx[2] + off);
+    __m128 r3 = _mm_load_ps(base + (unsigned)idx[3] + off);
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    out[0] = r0;
+    out[1] = r1;
+    out[2] = r2;
+    out[3] = r3;
 }
+
+static inline __attribute__((always_inline)) void simd_load_fields8(const float *base, const int *idx, int off,
+                                                                    simd_f out[8])
+{
+    simd_load_fields4(base, idx, off, out);
+    simd_load_fields4(base, idx, off + 4, out + 4);
+}
+
+/* Lane 0 of v. */
+static inline float simd_lane0(simd_f v) { return _mm_cvtss_f32(v); }
 
 static inline double simd_hsum(simd_f v)
 {

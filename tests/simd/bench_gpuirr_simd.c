@@ -1,6 +1,6 @@
-/* bench_gpuirr_simd.c -- speed of the GPUIRR kernels: FIRR_VEC (gpuirr_force)
- * in neighbour interactions per second, and PRED_ALL (gpuirr_predict_all)
- * of 128k particles, per SIMD level and OpenMP thread count.
+/* bench_gpuirr_simd.c -- speed of the GPUIRR kernels: FIRR_VEC (gpuirr_force,
+ * which predicts each i and member as it sums) in neighbour interactions per
+ * second, per SIMD level and OpenMP thread count.
  *
  *   bench_gpuirr_simd [-q] [-s] [-n N] [-l level] [threads ...]
  *                                        (default: every level; threads 1 and all)
@@ -18,7 +18,7 @@
 #include "simd_testutil.h"
 #include "gpuirr.h"
 
-enum { LMAX = 131, LIST_MIN = 50, LIST_MAX = 130, NPRED = 131072 };
+enum { LMAX = 131, LIST_MIN = 50, LIST_MAX = 130 };
 
 static gpuirr *setup(int level, int n, int with_lists)
 {
@@ -104,21 +104,6 @@ static void bench_force(int level, int n, const int *threads, int nthreads)
     gpuirr_close(g);
 }
 
-static void bench_predict(int level, const int *threads, int nthreads)
-{
-    gpuirr *g = setup(level, NPRED, 0);
-    for (int t = 0; t < nthreads; t++) {
-        double best, time = 0.0;
-        set_threads(threads[t]);
-        BEST_TIME(best, gpuirr_predict_all(g, 1, NPRED, time += 1e-3));
-        printf("PRED_ALL  %-6s threads %3d  N %8d  %8.4f ms  %.1f GB/s of records moved\n",
-               level_name[level], threads[t], NPRED, best * 1e3,
-               NPRED * (14 * 8.0 + 64.0) / best * 1e-9);
-        fflush(stdout);
-    }
-    gpuirr_close(g);
-}
-
 int main(int argc, char **argv)
 {
     int threads[64], nthreads = 0, quick = 0, n_first = 65536;
@@ -154,7 +139,6 @@ int main(int argc, char **argv)
         }
         best = l;
         bench_force(l, n_first, threads, nthreads);
-        bench_predict(l, threads, nthreads);
     }
     if (!quick) {
         bench_force(best, 8192, threads, nthreads);

@@ -2,8 +2,8 @@
 # run-on-device.sh -- build nb6accel on the GPU machine (CPU part only:
 # --without-cuda), run the SIMD tests there (its Xeon has AVX-512, so every
 # level is checked) and the GPUIRR benchmark of the AVX-512 kernel at 1, 8
-# and 16 OpenMP threads: FIRR_VEC at N = 64k, 8k, 256k, 1M, PRED_ALL of
-# 128k, then 64k again with the particles forced in a shuffled order and
+# and 16 OpenMP threads: FIRR_VEC (prediction included) at N = 64k, 8k,
+# 256k, 1M, then 64k again with the particles forced in a shuffled order and
 # with the threads bound to cores.  BENCH_GPUNB=1 adds the GPUNB host
 # benchmark (the regular force; longer).  Logs go to $OUT (default
 # ./simd-device-out: build.log, the test logs, the benchmark logs,
@@ -76,7 +76,6 @@ step "summary"
     printf "%-9s %-7s %7s %9s %12s %12s\n" what level threads N "time/ms" "inter/s"
     awk '{tag = ($NF == "[bound]") ? $NF : ($NF == "i]") ? "[shuffled]" : ""}
          /^FIRR_VEC/ {printf "%-9s %-7s %7s %9s %12s %12s %s\n", $1, $2, $4, $6, $9, $11, tag}
-         /^PRED_ALL/ {printf "%-9s %-7s %7s %9s %12s %12s %s\n", $1, $2, $4, $6, $7, "-", tag}
          /^REGF/     {printf "%-9s %-7s %7s %9s %12s %12s\n", $1, $3, $5, $7, $12, $14}' \
         "$OUT/bench_gpuirr.log" "$OUT/bench_gpunb.log" | grep -E "avx512|double|scalar"
 } | tee "$OUT/summary.txt"
