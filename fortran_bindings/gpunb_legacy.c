@@ -74,6 +74,8 @@ void NB6_F_GPUNB_CLOSE(void)
         fprintf(stderr, "%f Gflops (gravity part only), %.3e interactions/s, %lld calls\n",
                 60.0 * st.interactions / st.time_force * 1e-9, st.interactions / st.time_force,
                 st.regf_calls);
+    if (st.i_redone > 0)
+        fprintf(stderr, "two-float redo: %lld of %lld i-particles\n", st.i_redone, st.i_forced);
     gpunb_close(default_handle);
     default_handle = NULL;
 }

@@ -52,6 +52,9 @@ typedef struct gpunb_stats {
     double interactions;     /* sum over regf calls of ni * nj                  */
     long long regf_calls;
     long long send_calls;
+    long long i_forced;      /* sum over regf calls of ni                       */
+    long long i_redone;      /* of those, recomputed with two-float coordinates
+                              * after the float kernel's error bound (CUDA)     */
 } gpunb_stats;
 
 /* Version of the nb6accel package, e.g. "0.1.0". */

@@ -256,8 +256,10 @@ const char *gpunb_backend_description(const gpunb *nb) { return nb ? nb->descrip
 
 void gpunb_get_stats(const gpunb *nb, gpunb_stats *out)
 {
-    if (nb && out)
+    if (nb && out) {
         *out = nb->stats;
+        out->i_redone = nb->ops->i_redone ? nb->ops->i_redone(nb->state) : 0;
+    }
 }
 
 /* Names the first NaN/Inf in a row array: "x[17][1] = nan". */
@@ -342,6 +344,7 @@ int gpunb_regf(gpunb *nb, int ni, const double *h2, const double *dtr, const dou
     if (st != GPUNB_OK)
         return st;
     nb->stats.regf_calls++;
+    nb->stats.i_forced += ni;
     nb->stats.interactions += (double)ni * (double)nb->nj;
     nb->stats.time_force += t_force;
     nb->stats.time_gather += t_gather;
@@ -564,6 +567,7 @@ int gpunb_regf_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3], double *pot
     if (st != GPUNB_OK)
         return st;
     nb->stats.regf_calls++;
+    nb->stats.i_forced += nb->pending_ni;
     nb->stats.interactions += (double)nb->pending_ni * (double)nb->nj;
     nb->stats.time_force += t_force;
     nb->stats.time_gather += t_gather;

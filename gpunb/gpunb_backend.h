@@ -46,6 +46,8 @@ typedef struct gpunb_backend_ops {
     /* Wait for the launched force and write it as regf does. */
     int (*regf_finish)(void *state, double (*acc)[3], double (*jrk)[3], double *pot, int *list,
                        double *t_force, double *t_gather);
+    /* i-particles recomputed by a more precise kernel so far (optional). */
+    long long (*i_redone)(const void *state);
 } gpunb_backend_ops;
 
 /* Host copy of the resident j-particles' predictor state (capacity entries). */

@@ -26,10 +26,13 @@
  * r = 0 neighbour; and clusters far from the coordinate origin lose nothing.
  * A close pair that is no neighbour (h2 tiny or 0) still loses digits in the
  * float difference of coordinates far from the origin.  The PRECISE kernel
- * (two-float coordinates) avoids that: small blocks (NI <= PRECISE_DIRECT_NI,
- * where a second pass would cost more than the 10% slower kernel) use it
- * directly; larger ones use the fast kernel, bound its error per i, and redo
- * the i whose bound exceeds 1e-6 of their force with the PRECISE kernel.
+ * (two-float coordinates) avoids that: the fast kernel runs first, its error
+ * is bounded per i, and the i whose bound exceeds 1e-6 of their force are
+ * redone with the PRECISE kernel (in Plummer runs a handful per million; the
+ * close statistics count them).  Only blocks with a tiny neighbour radius,
+ * where most i would be redone, go to the PRECISE kernel directly.  (Until
+ * session 4 blocks of NI <= 256 did too, which cost 3 of 46 us per NI = 64
+ * call at NJ = 128k on the H100.)
  * NB6ACCEL_CUDA_PRECISE=always|never overrides that choice. */
 #include "config.h"
 #include "gpunb_backend.h"
@@ -48,8 +51,6 @@
  * (chunk * cap); a huge lmax shrinks the chunk of i per launch instead. */
 #define LIST_BUDGET_INTS (32L << 20)
 
-/* Up to this NI the PRECISE kernel runs directly (see above). */
-#define PRECISE_DIRECT_NI 256
 
 /* Up to this NI one kernel does the reduction and the list gathering (the
  * call's latency counts there); larger blocks run the two side by side. */
@@ -66,6 +67,7 @@ typedef struct cuda_gpu {
     int sms;          /* multiprocessors                                  */
     int force_blocks; /* force blocks resident at once on the whole GPU   */
     int single_blocks; /* the same for the single-launch kernels; 0: no single launch */
+    int pdl;           /* gathering kernel of small calls as a dependent launch */
     cudaStream_t stream, side;     /* side: the gathering kernel, beside the reduction */
     cudaEvent_t ev_force0, ev_force1; /* timing of the force kernel */
     cudaEvent_t ev_fork, ev_join;     /* side waits for the force, stream for side */
@@ -101,12 +103,14 @@ typedef struct cuda_state {
     int min_blocks; /* which compiled force variant (GPUNB_CUDA_FORCE_MIN_BLOCKS[_ALT]) */
     int waves;      /* force blocks of a large-NI call, in units of what the GPU holds at once */
     int single;     /* one launch for a small call (NB6ACCEL_CUDA_SINGLE_LAUNCH) */
-    int pdl;        /* else the gathering kernel as a dependent launch (NB6ACCEL_CUDA_PDL) */
+    int pdl;        /* else the gathering kernel as a dependent launch (NB6ACCEL_CUDA_PDL):
+                     * 1 or 0 as asked, -1 where each GPU that can (9.0) */
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
     float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
     /* the i that the fast kernel may have served short, packed for a redo */
     int *redo;
+    long long redone; /* i redone so far */
     double *r_h2, *r_dtr, (*r_xi)[3], (*r_vi)[3], (*r_acc)[3], (*r_jrk)[3], *r_pot;
     int *r_list;
     long r_list_ints;
@@ -255,7 +259,8 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
         if (g->single_blocks > g->force_blocks) /* the partial sums are sized for force_blocks */
             g->single_blocks = g->force_blocks;
     }
-    if (pdl && prop.major < 9)
+    g->pdl = pdl < 0 ? prop.major >= 9 : pdl;
+    if (pdl > 0 && prop.major < 9)
         return gpunb_fail(GPUNB_EDEVICE,
                           "gpunb_open: NB6ACCEL_CUDA_PDL=1: CUDA device %d (%s) has compute capability %d.%d, "
                           "programmatic dependent launch needs 9.0",
@@ -345,7 +350,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     s->min_blocks = blocks ? atoi(blocks) : GPUNB_CUDA_FORCE_MIN_BLOCKS;
     s->waves = (int)nwaves;
     s->single = single ? single[0] == '1' : GPUNB_CUDA_SINGLE_LAUNCH;
-    s->pdl = pdl ? pdl[0] == '1' : GPUNB_CUDA_PDL;
+    s->pdl = pdl ? pdl[0] == '1' : GPUNB_CUDA_PDL ? -1 : 0;
     s->ngpu = n;
     s->capacity_pad = (int)(tiles_of(capacity) * GPUNB_CUDA_TILE_J);
     for (int k = 0; k < n; k++)
@@ -380,7 +385,7 @@ static int cuda_open(void **state, int capacity, char *desc)
                  "mass (two-float where needed), double sums",
                  s->waves, FUSED_REDUCE_NI,
                  s->single ? "single launch"
-                 : s->pdl  ? "force + dependent gathering kernel"
+                 : s->gpu[0].pdl ? "force + dependent gathering kernel"
                            : "force + gathering kernel",
                  FUSED_REDUCE_NI);
     *state = s;
@@ -581,7 +586,7 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     /* A programmatic dependent launch needs the gathering kernel right after
      * the force kernel: the force time then includes the gathering (as it
      * does with the single launch). */
-    const int pdl = fused && !single && s->pdl;
+    const int pdl = fused && !single && g->pdl;
     CHECK(g, cudaEventRecord(g->ev_force0, g->stream));
     CHECK(g, gpunb_cuda_launch_force(&a, g->stream));
     if (!pdl)
@@ -776,6 +781,7 @@ static int redo_precise(cuda_state *s, int ni, const double *h2, const double *d
             s->redo[n++] = i;
     if (n == 0)
         return GPUNB_OK;
+    s->redone += n;
     if ((long)n * lmax > s->r_list_ints) {
         free(s->r_list);
         s->r_list_ints = 0;
@@ -828,8 +834,7 @@ static int prepare_lists(cuda_state *s, int limit, int *chunk_out)
 /* Whether a chunk goes to the PRECISE kernel directly (see the top). */
 static int precise_directly(const cuda_state *s, int n, const double *h2)
 {
-    int direct = s->precise_mode == PRECISE_ALWAYS ||
-                 (s->precise_mode == PRECISE_AUTO && n <= PRECISE_DIRECT_NI);
+    int direct = s->precise_mode == PRECISE_ALWAYS;
     for (int i = 0; i < n && !direct; i++) /* the fast kernel's r2 floor */
         direct = h2[i] * s->min_mass <= GPUNB_CUDA_H2M_SAFE;
     return direct;
@@ -1078,6 +1083,8 @@ static int cuda_regf_finish(void *state, double (*acc)[3], double (*jrk)[3], dou
     return st;
 }
 
+static long long cuda_i_redone(const void *state) { return ((const cuda_state *)state)->redone; }
+
 const gpunb_backend_ops gpunb_backend_cuda = {
     .name = "cuda",
     .open = cuda_open,
@@ -1087,6 +1094,7 @@ const gpunb_backend_ops gpunb_backend_cuda = {
     .predict = cuda_predict,
     .regf_start = cuda_regf_start,
     .regf_finish = cuda_regf_finish,
+    .i_redone = cuda_i_redone,
 };
 
 /* GPUPOT on the GPUs: every GPU gets all particles and a share of the k. */

@@ -54,14 +54,19 @@
 /* Single launch for a small call (NI <= 256): the force kernel also reduces
  * and gathers, after a grid-wide barrier, instead of a second kernel
  * (NB6ACCEL_CUDA_SINGLE_LAUNCH=0|1 overrides this default); and the longest
- * list it sorts in shared memory (the force's j-tile buffers). */
+ * list it sorts in shared memory (the force's j-tile buffers).  Off: on the
+ * H100 the NI = 64, NJ = 128k call took 47-51 us with it against 42-44 us
+ * without (the barrier wait and the few blocks that gather, session 4). */
 #define GPUNB_CUDA_SINGLE_LAUNCH 0
 #define GPUNB_CUDA_SINGLE_SMEM_LIST 2044
 
 /* Without the single launch, the small call's gathering kernel as a
- * programmatic dependent launch on the force kernel (compute capability 9.0
- * and later; NB6ACCEL_CUDA_PDL=0|1 overrides this default). */
-#define GPUNB_CUDA_PDL 0
+ * programmatic dependent launch on the force kernel, on GPUs of compute
+ * capability 9.0 and later (NB6ACCEL_CUDA_PDL=0|1 overrides this default;
+ * 1 is an error on older GPUs).  On: its blocks are placed while the force
+ * kernel runs; the NI = 64, NJ = 128k call on the H100 took 40.7-41.0 us
+ * with it, 41.9-44.2 us without (session 4). */
+#define GPUNB_CUDA_PDL 1
 
 /* Threads per block of the double-precision potential kernel. */
 #define GPUNB_CUDA_POT_THREADS 128
