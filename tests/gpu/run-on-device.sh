@@ -75,7 +75,7 @@ runs='"auto 5 $sass" "never 5 $sass" "auto 4 $sass4"'
 [ "$MODE" = full ] || runs='"auto 5 $sass" "never 5 $sass" "always 5 $sass"'
 { eval "set -- $runs"; for run in "$@"; do
     set -- $run
-    echo "== NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 (auto: two-float kernel directly for NI <= 256, else fast kernel + redo where needed)"
+    echo "== NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 (auto: fast kernel, two-float redo of the i whose error bound asks for it)"
     NB6ACCEL_CUDA_PRECISE=$1 NB6ACCEL_CUDA_FORCE_BLOCKS=$2 timeout 200 ./tests/gpu/bench_gpunb --sass "$3" \
       --ni "64 1024" --nj "16384 131072 1048576" --seconds 0.3
   done; } >"$OUT/bench.log" 2>&1
