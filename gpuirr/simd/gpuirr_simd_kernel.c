@@ -83,7 +83,7 @@ typedef struct i_sums {
 } i_sums;
 
 /* Adds SIMD_VL pairs, the members' records at rec + idx[l], predicted to t
- * here; the_mass masks lanes off (a tail).  About 45 flops per pair for the
+ * here; lanes outside keep get mass 0 (a list's tail).  About 45 flops per pair for the
  * force, 20 for the prediction.  r = 0 gives 1/r = 0 and so adds exactly 0,
  * and so does a lane with mass 0. */
 static inline __attribute__((always_inline)) void add_pairs(i_sums *q, const float *rec, const int *idx,

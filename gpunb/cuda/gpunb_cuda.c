@@ -51,7 +51,6 @@
  * (chunk * cap); a huge lmax shrinks the chunk of i per launch instead. */
 #define LIST_BUDGET_INTS (32L << 20)
 
-
 /* Up to this NI one kernel does the reduction and the list gathering (the
  * call's latency counts there); larger blocks run the two side by side. */
 #define FUSED_REDUCE_NI 256

@@ -12,7 +12,8 @@
  * 392, 522, 527); any other block calls PRED_ACT(ni, actives, t) and FIRR_VEC.
  * After the block the actives get new records at t (SET_JP, intgrt.omp.f:591).
  * Lists: 60..90 members drawn at random from all N.  Prints the time per
- * block and its split (prediction calls, FIRR_VEC, SET_JP/SET_LIST), and the
+ * block and its split (prediction calls, FIRR_VEC with the predictions it
+ * makes, SET_JP/SET_LIST), and the
  * FIRR_VEC rate in neighbour interactions per second.  The same seed
  * (NB6_TEST_SEED) gives the same block sequence. */
 #include "simd_testutil.h"
@@ -115,7 +116,7 @@ static void run(int level, int n, int nblocks, int threads, uint64_t seed)
     gpuirr_get_stats(g, &st1);
     double inter = st1.interactions - st0.interactions;
     printf("blocks %-6s threads %3d  N %7d  %d blocks (%lld regular, <ni> %.1f)  %7.2f us/block: "
-           "pred %6.2f  firr %6.2f  set %5.2f us;  %.0f slots predicted/block;  firr %.3e interactions/s\n",
+           "pred %6.2f  firr %6.2f  set %5.2f us;  %.0f named in predict calls/block;  firr %.3e interactions/s\n",
            level_name[level], threads, n, nblocks, regular, (double)actives / nblocks,
            wall / nblocks * 1e6, t_pred / nblocks * 1e6, t_force / nblocks * 1e6,
            t_set / nblocks * 1e6,
