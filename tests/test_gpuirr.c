@@ -27,13 +27,25 @@ static void predict(const record *r, double t, double x[3], double v[3])
     }
 }
 
+static double displacement(const record *r, const double x[3])
+{
+    double d[3] = {x[0] - r->x0[0], x[1] - r->x0[1], x[2] - r->x0[2]};
+    return sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+}
+
 /* acc and jerk on particle a from its list at time t; scale = sum of the
- * magnitudes of the terms, the natural yardstick when terms cancel. */
+ * magnitudes of the terms, the natural yardstick when terms cancel, each
+ * weighted by (r + |d_i| + |d_j|) / r: the library predicts the displacement
+ * d = x(t) - x0 in float, so dx is good to about eps (r + |d_i| + |d_j|)
+ * (gpuirr.h; tests/simd/test_gpuirr_simd.c derives the same bound).  The
+ * weight matters only for tight pairs that these random velocities carry
+ * far beyond their separation, which a real step does not. */
 static void reference(int a, double t, double acc[3], double jrk[3], double *ascale, double *jscale)
 {
     const int *col = lists + (size_t)(a - 1) * (size_t)lmax;
     double xi[3], vi[3];
     predict(&rec[a - 1], t, xi, vi);
+    double di = displacement(&rec[a - 1], xi);
     memset(acc, 0, 3 * sizeof(double));
     memset(jrk, 0, 3 * sizeof(double));
     *ascale = *jscale = 0.0;
@@ -50,12 +62,13 @@ static void reference(int a, double t, double acc[3], double jrk[3], double *asc
             continue;
         double r = sqrt(r2), m = rec[j - 1].m, rv = dx[0] * dv[0] + dx[1] * dv[1] + dx[2] * dv[2];
         double vv = sqrt(dv[0] * dv[0] + dv[1] * dv[1] + dv[2] * dv[2]);
+        double weight = (r + di + displacement(&rec[j - 1], xj)) / r;
         for (int k = 0; k < 3; k++) {
             acc[k] += m * dx[k] / (r2 * r);
             jrk[k] += m * (dv[k] / (r2 * r) - 3.0 * rv * dx[k] / (r2 * r2 * r));
         }
-        *ascale += m / r2;
-        *jscale += 4.0 * m * vv / (r2 * r);
+        *ascale += weight * m / r2;
+        *jscale += weight * 4.0 * m * vv / (r2 * r);
     }
 }
 
@@ -111,9 +124,11 @@ static void check_forces(int ni, int *addr, double t, const char *label)
                             acc[n][0], acc[n][1], acc[n][2]);
             continue;
         }
-        /* Each single-precision term carries a few 1e-7 of its own size, so
-         * a sum errs by up to ~1e-6 of the sum of the magnitudes of its terms
-         * whatever cancels; against |ref| that can be more. */
+        /* Each single-precision term carries a few 1e-7 of its own (weighted)
+         * size, so a sum errs by up to ~1e-6 of the weighted sum of the
+         * magnitudes of its terms whatever cancels.  Against |ref| it has no
+         * bound (a sum of neighbour forces can nearly cancel): that error is
+         * only printed, as the worst seen. */
         double ea = tl_relerr3(acc[n], ra, 0.0), ej = tl_relerr3(jrk[n], rj, 0.0);
         double eas = tl_relerr3(acc[n], ra, as); /* as >= |ra|: this is err / as */
         double ejs = tl_relerr3(jrk[n], rj, js);
@@ -121,7 +136,7 @@ static void check_forces(int ni, int *addr, double t, const char *label)
         worst_jrk = fmax(worst_jrk, ej);
         worst_acc_scale = fmax(worst_acc_scale, eas);
         worst_jrk_scale = fmax(worst_jrk_scale, ejs);
-        bad = !TL_CHECK(isfinite(ea) && isfinite(ej) && eas < 1e-6 && ea < 1e-5 && ejs < 5e-6 && ej < 1e-3,
+        bad = !TL_CHECK(isfinite(ea) && isfinite(ej) && eas < 1e-6 && ejs < 5e-6,
                         "%s: row %d (particle %d, %d members): error of acc %.2e of |acc|, %.2e of "
                         "sum|terms|; of jerk %.2e, %.2e", label, n, a,
                         lists[(size_t)(a - 1) * (size_t)lmax], ea, eas, ej, ejs);
@@ -222,8 +237,8 @@ int main(void)
         free(addr);
     }
     NB6_F_GPUIRR_CLOSE();
-    printf("worst errors vs double: acc %.3e of |acc| (%.3e of sum|terms|), jerk %.3e of |jerk| "
-           "(%.3e of sum|terms|)\n", worst_acc, worst_acc_scale, worst_jrk, worst_jrk_scale);
+    printf("worst errors vs double: acc %.3e of |acc| (%.3e of weighted sum|terms|), jerk %.3e of |jerk| "
+           "(%.3e of weighted sum|terms|)\n", worst_acc, worst_acc_scale, worst_jrk, worst_jrk_scale);
     free(rec);
     free(lists);
     tl_cluster_free(&c);
