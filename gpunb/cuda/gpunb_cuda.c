@@ -55,6 +55,14 @@
  * call's latency counts there); larger blocks run the two side by side. */
 #define FUSED_REDUCE_NI 256
 
+/* From this NI the host's per-i loops of a call (filling the i, copying
+ * results and lists out of the pinned buffer, choosing what to redo) run
+ * on the OpenMP threads.  They read what the GPU wrote into host memory,
+ * i.e. from DRAM, about 0.5 KiB per i with its list: on one thread about
+ * 80 ns per i, most of the 100 us a call of 1024 i spent beside its
+ * kernels; a team costs a few us to wake. */
+#define HOST_PARALLEL_NI 256
+
 /* Below this many quarter tiles per slice, slices are whole tiles. */
 #define QUARTER_SLICES_MIN 8
 
@@ -107,7 +115,9 @@ typedef struct cuda_state {
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
     float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
-    /* the i that the fast kernel may have served short, packed for a redo */
+    /* the i that the fast kernel may have served short (flags per i of a
+     * chunk, then packed for a redo) */
+    unsigned char *short_flag;
     int *redo;
     long long redone; /* i redone so far */
     double *r_h2, *r_dtr, (*r_xi)[3], (*r_vi)[3], (*r_acc)[3], (*r_jrk)[3], *r_pot;
@@ -214,6 +224,7 @@ static void cuda_close(void *state)
     free(s->p_xi);
     free(s->p_vi);
     free(s->redo);
+    free(s->short_flag);
     free(s->r_h2);
     free(s->r_dtr);
     free(s->r_xi);
@@ -334,7 +345,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     }
     s = calloc(1, sizeof *s);
     if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu)) ||
-        !(s->redo = malloc(sizeof(int) * chunk)) || !(s->r_h2 = malloc(sizeof(double) * chunk)) ||
+        !(s->redo = malloc(sizeof(int) * chunk)) || !(s->short_flag = malloc(chunk)) || !(s->r_h2 = malloc(sizeof(double) * chunk)) ||
         !(s->r_dtr = malloc(sizeof(double) * chunk)) || !(s->r_xi = malloc(sizeof(double[3]) * chunk)) ||
         !(s->r_vi = malloc(sizeof(double[3]) * chunk)) || !(s->r_acc = malloc(sizeof(double[3]) * chunk)) ||
         !(s->r_jrk = malloc(sizeof(double[3]) * chunk)) || !(s->r_pot = malloc(sizeof(double) * chunk))) {
@@ -631,6 +642,7 @@ static void fill_ibuf(cuda_state *s, int ni, const double *h2, const double *dtr
     const double *o = s->origin, *vo = s->vorigin;
     float4 *ipos = s->h_ibuf, *ivel = s->h_ibuf + ni_pad, *ilo = s->h_ibuf + 2 * ni_pad;
 
+#pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
     for (int i = 0; i < ni_pad; i++) {
         float4 p = {0, 0, 0, -1.0f}, u = {0, 0, 0, 0}, l = {0, 0, 0, 0}; /* padding: h2 < 0 */
         if (i < ni) {
@@ -651,6 +663,7 @@ static void fill_ibuf(cuda_state *s, int ni, const double *h2, const double *dtr
 static void fill_iidx(cuda_state *s, int ni, const int *j_index, const double *h2, const double *dtr)
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
+#pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
     for (int i = 0; i < ni_pad; i++) {
         int4 d = {-1, 0, 0, 0};
         if (i < ni) {
@@ -693,6 +706,7 @@ static int chunk_collect(cuda_state *s, int ni, double (*acc)[3], double (*jrk)[
     *t_force += tf;
 
     /* Combine in double; lists of GPU k come before those of GPU k+1. */
+#pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
     for (int i = 0; i < ni; i++) {
         double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0}, phi = 0.0;
         long count = 0;
@@ -775,8 +789,11 @@ static int redo_precise(cuda_state *s, int ni, const double *h2, const double *d
                         double *t_force)
 {
     int n = 0, st;
+#pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
     for (int i = 0; i < ni; i++)
-        if (list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s, h2[i], xi[i], acc[i]))
+        s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s, h2[i], xi[i], acc[i]);
+    for (int i = 0; i < ni; i++)
+        if (s->short_flag[i])
             s->redo[n++] = i;
     if (n == 0)
         return GPUNB_OK;
