@@ -9,7 +9,7 @@
 #   run(command="OUT=$OUT bash tests/run-all-on-device.sh", kind="nvidia-h100-x1",
 #       carry=[".devtools", ".nbody6", "configure", "Makefile.in", "aclocal.m4",
 #              "config.h.in", "build-aux", "m4"])
-# Settings: GPU_MODE (short), PLUMMER_SIZES (65536), NBODY6_RUNS
+# Settings: GPU_MODE (short), PLUMMER_SIZES (65536), PLUMMER_BUDGET (140 s), NBODY6_RUNS
 # ("64k-gpu:65536:cuda:150"), SKIP="gpu plummer nbody6" (any of them).
 set -u
 OUT=${OUT:-/tmp/nb6-all-out}
@@ -27,8 +27,9 @@ if ! skipped gpu; then
 fi
 if ! skipped plummer; then
   mkdir -p "$OUT/plummer"
-  OUT="$OUT/plummer" PLUMMER_SIZES=${PLUMMER_SIZES:-65536} PLUMMER_BUDGET=${PLUMMER_BUDGET:-140} \
-    timeout 200 bash tests/plummer/run-on-device.sh >"$OUT/plummer/console.log" 2>&1
+  pb=${PLUMMER_BUDGET:-140}
+  OUT="$OUT/plummer" PLUMMER_SIZES=${PLUMMER_SIZES:-65536} PLUMMER_BUDGET=$pb \
+    timeout $(( pb + 60 )) bash tests/plummer/run-on-device.sh >"$OUT/plummer/console.log" 2>&1
   say "plummer: rc=$?"
 fi
 if ! skipped nbody6 && [ -d .nbody6/GPU2 ]; then

@@ -105,6 +105,7 @@ contains
     !$omp parallel do if (nact >= par_min) schedule(static) private(k, i, xp, vp, sold) reduction(+:nbs)
     do k = 1, nact
       i = act(k)
+      if (k + prefetch_ahead <= nact .and. prefetch_ahead > 0) call prefetch_body(act(k + prefetch_ahead))
       call predict_body(i, xp, vp)
       sold = step(i)
       if (nreg > 0) then
@@ -146,6 +147,7 @@ contains
       t = wall_seconds()
       !$omp parallel do if (nact >= par_min) schedule(static) private(k)
       do k = 1, nact
+        if (k + prefetch_ahead <= nact .and. prefetch_ahead > 0) call prefetch_body(act(k + prefetch_ahead))
         call send_particle(act(k))
         moved(k) = step(act(k)) /= step_old(k)
       end do
@@ -181,6 +183,7 @@ contains
       !$omp parallel do if (ni >= par_min) schedule(static) private(ll, i) reduction(+:nv)
       do ll = 1, ni
         i = ireg(j0 + ll)
+        if (ll + prefetch_ahead <= ni .and. prefetch_ahead > 0) call prefetch_body(ireg(j0 + ll + prefetch_ahead))
         if (nnb(i) == 0) nv = nv + 1
         call regular_correct(i, xi(:,ll), vi(:,ll), gacc(:,ll), gjrk(:,ll), gf(:,ll), gfd(:,ll), &
             listgp(:,ll), nnb_old(kreg(j0 + ll)))

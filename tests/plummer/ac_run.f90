@@ -30,6 +30,8 @@ module ac_run
     !> Use GPUNB's resident j-particles and asynchronous force (extended API).
     logical :: resident = .false.
     logical :: quiet = .false.
+    !> Members the correctors' loops prefetch ahead (0: no prefetch).
+    integer :: prefetch = 8
   end type run_options
 
   type :: run_result
@@ -102,10 +104,10 @@ contains
     call integrator_init()
     res%wall_init = wall_seconds() - wall0
     if (.not. opt%quiet) then
-      write(output_unit, '(a,i0,a,i0,a,f6.3,a,f6.3,a,i0,a,i0,a,i0,a,f7.4,a,i0)') &
+      write(output_unit, '(a,i0,a,i0,a,f6.3,a,f6.3,a,i0,a,i0,a,i0,a,f7.4,a,i0,a,i0)') &
           '# N = ', n, '  threads = ', res%threads, '  eta_I = ', eta_i, '  eta_R = ', eta_r, &
           '  <NB> target = ', nnb_target, '  NNBMAX = ', nnbmax, '  NBMAX = ', nbmax, &
-          '  SMAX = ', smax, '  NPACT = ', npact
+          '  SMAX = ', smax, '  NPACT = ', npact, '  prefetch = ', prefetch_ahead
       if (resident) then
         write(output_unit, '(a)') '# GPUNB path: resident j-particles (GPUNB_SET_JP, GPUNB_PREDICT, ' // &
             'GPUNB_REGF_START/FINISH overlapping the irregular work)'
@@ -242,6 +244,7 @@ contains
       npact = 200
     end if
     if (opt%npact > 0) npact = opt%npact
+    prefetch_ahead = max(opt%prefetch, 0)
     bodym = sum(body) / n
     znbmax = 0.9_dp * nnbmax
     znbmin = max(0.2_dp * nnbmax, 1.0_dp)

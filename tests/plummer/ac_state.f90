@@ -5,6 +5,7 @@
 !> D3R are full derivatives.  No regularisation: IFIRST = 1, NTOT = N.
 module ac_state
   use, intrinsic :: iso_fortran_env, only: real64, int64
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_int, c_loc
   implicit none
   public
 
@@ -36,26 +37,29 @@ module ac_state
   !> which Jun Makino's convergence test is applied (NBODY6's STEPJ).
   real(dp) :: alpha = 0, znbmin = 0, znbmax = 0, rsfac = 0, rscale = 1, rc2 = 0.01_dp
   real(dp) :: stepj = 0.01_dp
+  !> The correctors' loops prefetch the data of the member this many places
+  !> ahead (ac_prefetch.c; 0: none; run_options sets it).
+  integer :: prefetch_ahead = 0
 
   ! ---- particles -------------------------------------------------------------
-  real(dp), allocatable :: body(:)
-  real(dp), allocatable :: x0(:,:), x0dot(:,:)    ! corrected state at T0
-  real(dp), allocatable :: x(:,:), xdot(:,:)      ! predicted state at TPRED
-  real(dp), allocatable :: f(:,:), fdot(:,:)      ! acc/2, jerk/6 at T0
-  real(dp), allocatable :: fi(:,:), fidot(:,:)    ! irregular force, derivative
-  real(dp), allocatable :: fr(:,:), frdot(:,:)    ! regular force, derivative (at T0R)
+  real(dp), allocatable, target :: body(:)
+  real(dp), allocatable, target :: x0(:,:), x0dot(:,:)    ! corrected state at T0
+  real(dp), allocatable, target :: x(:,:), xdot(:,:)      ! predicted state at TPRED
+  real(dp), allocatable, target :: f(:,:), fdot(:,:)      ! acc/2, jerk/6 at T0
+  real(dp), allocatable, target :: fi(:,:), fidot(:,:)    ! irregular force, derivative
+  real(dp), allocatable, target :: fr(:,:), frdot(:,:)    ! regular force, derivative (at T0R)
   ! Irregular and regular 2nd, 3rd derivatives at time 0 (FPOLY2, for the
   ! first steps); the correctors keep theirs local (only the criterion reads them).
   real(dp), allocatable :: d2(:,:), d3(:,:)
   real(dp), allocatable :: d2r(:,:), d3r(:,:)
-  real(dp), allocatable :: t0(:), t0r(:), step(:), stepr(:), tpred(:)
+  real(dp), allocatable, target :: t0(:), t0r(:), step(:), stepr(:), tpred(:)
   !> Body i's next irregular step ends at its regular time (NBODY6's test
   !> TNEW >= T0R + STEPR, made by the corrector while the body is in cache):
   !> the scheduler reads this one byte per member (64 KiB at 64k, cache-
   !> resident) instead of three doubles scattered over memory.
-  logical(1), allocatable :: regdue(:)
-  real(dp), allocatable :: rs(:)                  ! neighbour radius
-  integer, allocatable :: nnb(:)                  ! current list length (self excluded)
+  logical(1), allocatable, target :: regdue(:)
+  real(dp), allocatable, target :: rs(:)                  ! neighbour radius
+  integer, allocatable, target :: nnb(:)                  ! current list length (self excluded)
 
   ! ---- time and counters ----------------------------------------------------
   real(dp) :: time = 0
@@ -87,7 +91,50 @@ contains
     allocate(body(n), x0(3,n), x0dot(3,n), x(3,n), xdot(3,n), f(3,n), fdot(3,n))
     allocate(fi(3,n), fidot(3,n), fr(3,n), frdot(3,n), d2(3,n), d3(3,n), d2r(3,n), d3r(3,n))
     allocate(t0(n), t0r(n), step(n), stepr(n), tpred(n), regdue(n), rs(n), nnb(n))
+    call register_prefetch()
   end subroutine state_allocate
+
+  !> What one irregular step of a member reads and writes (predict_body,
+  !> irregular_correct, send_particle, the scheduler's REGDUE and NNB), for
+  !> prefetch_body.  X, XDOT, TPRED are left out: only blocks with regular
+  !> bodies write them.
+  subroutine register_prefetch()
+    interface
+      subroutine ac_prefetch_clear() bind(C, name='ac_prefetch_clear')
+      end subroutine ac_prefetch_clear
+    end interface
+    call ac_prefetch_clear()
+    call add(c_loc(body), 8); call add(c_loc(x0), 24); call add(c_loc(x0dot), 24)
+    call add(c_loc(f), 24); call add(c_loc(fdot), 24); call add(c_loc(fi), 24)
+    call add(c_loc(fidot), 24); call add(c_loc(fr), 24); call add(c_loc(frdot), 24)
+    call add(c_loc(t0), 8); call add(c_loc(t0r), 8); call add(c_loc(step), 8)
+    call add(c_loc(stepr), 8); call add(c_loc(regdue), 1); call add(c_loc(nnb), 4)
+  contains
+    subroutine add(base, bytes)
+      type(c_ptr), intent(in) :: base
+      integer, intent(in) :: bytes
+      interface
+        integer(c_int) function ac_prefetch_add(base, bytes) bind(C, name='ac_prefetch_add')
+          import :: c_ptr, c_int
+          type(c_ptr), value :: base
+          integer(c_int), value :: bytes
+        end function ac_prefetch_add
+      end interface
+      if (ac_prefetch_add(base, int(bytes, c_int)) /= 0) error stop 'ac_state: prefetch table full'
+    end subroutine add
+  end subroutine register_prefetch
+
+  !> Ask for body i's lines in the arrays register_prefetch named.
+  subroutine prefetch_body(i)
+    integer, intent(in) :: i
+    interface
+      subroutine ac_prefetch_body(i) bind(C, name='ac_prefetch_body')
+        import :: c_int
+        integer(c_int), value :: i
+      end subroutine ac_prefetch_body
+    end interface
+    call ac_prefetch_body(int(i, c_int))
+  end subroutine prefetch_body
 
   subroutine state_free()
     if (allocated(body)) then

@@ -16,7 +16,7 @@ tests_plummer_libplummerac_la_SOURCES = tests/plummer/plummer_rng.f90 \
 	tests/plummer/plummer_model.f90 tests/plummer/ac_state.f90 tests/plummer/ac_clock.f90 \
 	tests/plummer/ac_blocks.f90 tests/plummer/ac_forces.f90 \
 	tests/plummer/ac_correct.f90 tests/plummer/ac_integrator.f90 tests/plummer/ac_run.f90 \
-	tests/plummer/ac_table.f90
+	tests/plummer/ac_table.f90 tests/plummer/ac_prefetch.c
 
 noinst_PROGRAMS += tests/plummer/plummer_ac tests/plummer/plummer_gpu_usable
 tests_plummer_plummer_gpu_usable_SOURCES = tests/plummer/plummer_gpu_usable.c

@@ -5,7 +5,7 @@
 !> to 4.  Reports at t = 0, 1, 2, 3, 4; a table at the end; -csv appends it.
 !>
 !>   plummer_ac [-n N] [-seed S] [-tend T] [-etai E] [-etar E] [-nnb NB]
-!>              [-nbmax NB] [-smax S] [-npact NP] [-ic FILE] [-dump FILE] [-csv FILE]
+!>              [-nbmax NB] [-smax S] [-npact NP] [-prefetch K] [-ic FILE] [-dump FILE] [-csv FILE]
 !>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-q]
 program plummer_ac
   use, intrinsic :: iso_fortran_env, only: real64, error_unit, output_unit
@@ -51,6 +51,7 @@ program plummer_ac
     case ('-nbmax'); opt%nnbmax = int_value(arg, val, 2)
     case ('-smax'); opt%smax = real_value(arg, val, 1.0e-6_dp)
     case ('-npact'); opt%npact = int_value(arg, val, 1)
+    case ('-prefetch'); opt%prefetch = int_value(arg, val, 0)
     case ('-wall-limit'); opt%wall_limit = real_value(arg, val, 0.0_dp)
     case ('-progress'); opt%progress = real_value(arg, val, 0.0_dp)
     case ('-ic'); ic_file = val
@@ -114,6 +115,8 @@ contains
         '                  GPUIRR_PRED_ACT, larger ones GPUIRR_PRED_ALL', &
         '                  (default NBODY6''s: 75, 100, 150, 200 for N up to 5000,', &
         '                  50000, 100000, above)', &
+        '  -prefetch K     the correctors prefetch the data of the member K places', &
+        '                  ahead (default 8, 0: no prefetch)', &
         '  -csv FILE       append the final table as a CSV row', &
         '  -label TEXT     free text for the CSV row (machine, back-end)', &
         '  -dump FILE      write the final state as "m x y z vx vy vz" lines', &
