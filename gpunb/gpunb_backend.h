@@ -37,7 +37,8 @@ typedef struct gpunb_backend_ops {
     /* Resident j-particles and the asynchronous force (optional: when NULL,
      * gpunb_api.c predicts on the host, sends, and computes at finish). */
     /* Predict records 0..nj-1 to t and make them the j-set; the ndirty
-     * records dirty[] changed since the last call (all on the first). */
+     * records dirty[] (ascending) changed since the last call (all on the
+     * first). */
     int (*predict)(void *state, int nj, double t, const struct gpunb_jrecords *rec, int ndirty,
                    const int *dirty);
     /* Launch the force on j-set members j_index[0..ni-1]; do not wait. */

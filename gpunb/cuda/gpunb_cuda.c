@@ -912,6 +912,20 @@ static void pack_record(gpunb_cuda_jrec *r, const gpunb_jrecords *rec, int j)
     r->t0 = rec->t0[j];
 }
 
+/* The first k with sorted[k] >= value (n if none). */
+static int first_at_least(const int *sorted, int n, int value)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < value)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Upload the changed records of GPU g's range (all of them when `full`),
  * then predict its whole range into its float j-set; asynchronous. */
 static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecords *rec, int ndirty,
@@ -934,14 +948,17 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
             CHECK(g, cudaMemcpyAsync(g->d_rec, staged, sizeof(gpunb_cuda_jrec) * (size_t)n,
                                      cudaMemcpyHostToDevice, g->stream));
     } else {
-        for (int k = 0; k < ndirty; k++)
-            n += dirty[k] >= g->j0 && dirty[k] < g->j0 + g->nj;
-        int *index = (int *)(staged + n), q = 0;
-        for (int k = 0; k < ndirty; k++)
-            if (dirty[k] >= g->j0 && dirty[k] < g->j0 + g->nj) {
-                pack_record(&staged[q], rec, dirty[k]);
-                index[q++] = dirty[k] - g->j0;
-            }
+        /* dirty is ascending: this GPU's records are one run of it.  In a
+         * Plummer run most of N changes between two regular blocks (50 000
+         * records at 64k), a millisecond of packing on one thread. */
+        const int lo = first_at_least(dirty, ndirty, g->j0), hi = first_at_least(dirty, ndirty, g->j0 + g->nj);
+        n = hi - lo;
+        int *index = (int *)(staged + n);
+#pragma omp parallel for if (n > 4096) schedule(static)
+        for (int q = 0; q < n; q++) {
+            pack_record(&staged[q], rec, dirty[lo + q]);
+            index[q] = dirty[lo + q] - g->j0;
+        }
         if (n > 0) {
             CHECK(g, cudaMemcpyAsync(g->d_stage, staged, (sizeof(gpunb_cuda_jrec) + sizeof(int)) * (size_t)n,
                                      cudaMemcpyHostToDevice, g->stream));
