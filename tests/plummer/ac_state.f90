@@ -44,7 +44,7 @@ module ac_state
   ! ---- particles -------------------------------------------------------------
   real(dp), allocatable, target :: body(:)
   real(dp), allocatable, target :: x0(:,:), x0dot(:,:)    ! corrected state at T0
-  real(dp), allocatable, target :: x(:,:), xdot(:,:)      ! predicted state at TPRED
+  real(dp), allocatable :: x(:,:), xdot(:,:)              ! predicted state at TPRED
   real(dp), allocatable, target :: f(:,:), fdot(:,:)      ! acc/2, jerk/6 at T0
   real(dp), allocatable, target :: fi(:,:), fidot(:,:)    ! irregular force, derivative
   real(dp), allocatable, target :: fr(:,:), frdot(:,:)    ! regular force, derivative (at T0R)
@@ -58,7 +58,7 @@ module ac_state
   !> the scheduler reads this one byte per member (64 KiB at 64k, cache-
   !> resident) instead of three doubles scattered over memory.
   logical(1), allocatable, target :: regdue(:)
-  real(dp), allocatable, target :: rs(:)                  ! neighbour radius
+  real(dp), allocatable :: rs(:)                          ! neighbour radius
   integer, allocatable, target :: nnb(:)                  ! current list length (self excluded)
 
   ! ---- time and counters ----------------------------------------------------
@@ -104,15 +104,18 @@ contains
       end subroutine ac_prefetch_clear
     end interface
     call ac_prefetch_clear()
-    call add(c_loc(body), 8); call add(c_loc(x0), 24); call add(c_loc(x0dot), 24)
-    call add(c_loc(f), 24); call add(c_loc(fdot), 24); call add(c_loc(fi), 24)
-    call add(c_loc(fidot), 24); call add(c_loc(fr), 24); call add(c_loc(frdot), 24)
-    call add(c_loc(t0), 8); call add(c_loc(t0r), 8); call add(c_loc(step), 8)
-    call add(c_loc(stepr), 8); call add(c_loc(regdue), 1); call add(c_loc(nnb), 4)
+    call add(c_loc(body), storage_size(body)); call add(c_loc(x0), 3 * storage_size(x0))
+    call add(c_loc(x0dot), 3 * storage_size(x0dot)); call add(c_loc(f), 3 * storage_size(f))
+    call add(c_loc(fdot), 3 * storage_size(fdot)); call add(c_loc(fi), 3 * storage_size(fi))
+    call add(c_loc(fidot), 3 * storage_size(fidot)); call add(c_loc(fr), 3 * storage_size(fr))
+    call add(c_loc(frdot), 3 * storage_size(frdot)); call add(c_loc(t0), storage_size(t0))
+    call add(c_loc(t0r), storage_size(t0r)); call add(c_loc(step), storage_size(step))
+    call add(c_loc(stepr), storage_size(stepr)); call add(c_loc(regdue), storage_size(regdue))
+    call add(c_loc(nnb), storage_size(nnb))
   contains
-    subroutine add(base, bytes)
+    subroutine add(base, bits)
       type(c_ptr), intent(in) :: base
-      integer, intent(in) :: bytes
+      integer, intent(in) :: bits
       interface
         integer(c_int) function ac_prefetch_add(base, bytes) bind(C, name='ac_prefetch_add')
           import :: c_ptr, c_int
@@ -120,7 +123,7 @@ contains
           integer(c_int), value :: bytes
         end function ac_prefetch_add
       end interface
-      if (ac_prefetch_add(base, int(bytes, c_int)) /= 0) error stop 'ac_state: prefetch table full'
+      if (ac_prefetch_add(base, int(bits / 8, c_int)) /= 0) error stop 'ac_state: prefetch table full'
     end subroutine add
   end subroutine register_prefetch
 
