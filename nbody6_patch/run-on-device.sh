@@ -160,13 +160,17 @@ log "OpenMP for the timing runs: ${best:-default} ($threads threads, OMP_WAIT_PO
 # (the budget may end the list early); tcrit defaults to 4 (0: only the
 # initialisation, FPOLY0, whose library statistics are the first block of
 # stderr), threads to the policy's.
-for r in ${RUNS:-64k-gpu:65536:cuda:150 128k-gpu:131072:cuda:240 16k-cpu:16384:cpu:120}; do
-    IFS=: read -r name n backend cap tc th <<< "$r"
-    policy_threads=$threads
-    threads=${th:-$threads}
-    plummer "$name" "$n" "$backend" "$cap" "${tc:-4}"
-    threads=$policy_threads
-done
+run_list() {
+    local r name n backend cap tc th policy_threads
+    for r in $1; do
+        IFS=: read -r name n backend cap tc th <<< "$r"
+        policy_threads=$threads
+        threads=${th:-$threads}
+        plummer "$name" "$n" "$backend" "$cap" "${tc:-4}"
+        threads=$policy_threads
+    done
+}
+run_list "${RUNS:-64k-gpu:65536:cuda:150 128k-gpu:131072:cuda:240 16k-cpu:16384:cpu:120}"
 
 # RESIDENT_RUNS (same form as RUNS): the same runs with NBODY6 built with
 # --resident (intgrt-resident.patch: GPUNB_SET_JP / GPUNB_PREDICT /
@@ -175,13 +179,7 @@ if [ -n "${RESIDENT_RUNS:-}" ]; then
     if nbody6_patch/build-nbody6 --nbody6 "$root/.nbody6" --builddir "$b" --out "$nb-resident" -j "$jobs" \
             --nmax 140000 --lmax 600 --resident > "$logs/build-nbody6-resident.log" 2>&1; then
         nb_plain=$nb; nb=$nb-resident
-        for r in $RESIDENT_RUNS; do
-            IFS=: read -r name n backend cap tc th <<< "$r"
-            policy_threads=$threads
-            threads=${th:-$threads}
-            plummer "$name" "$n" "$backend" "$cap" "${tc:-4}"
-            threads=$policy_threads
-        done
+        run_list "$RESIDENT_RUNS"
         nb=$nb_plain
     else
         log "resident build FAILED (build-nbody6-resident.log)"
