@@ -23,6 +23,7 @@ module ac_integrator
   use ac_forces, only: regular_chunk_start, regular_chunk_finish, send_particle, xi, vi, gacc, gjrk, &
       listgp, gf, gfd, upload_stale_jparticles
   use ac_clock, only: wall_seconds
+  use ac_profile, only: profile_block, nphase
   implicit none
   private
   public :: integrator_init, integrator_free, block_step
@@ -56,8 +57,10 @@ contains
     integer :: nact, nreg, k, i, j0, ni
     integer(int64) :: nbs
     integer(c_int) :: nc, one, nn
-    real(dp) :: t, xp(3), vp(3), sold
+    real(dp) :: t, xp(3), vp(3), sold, spent(nphase), lap_start
 
+    spent = 0
+    lap_start = wall_seconds()
     call blocks_next(time, tblock, nact, act)
     time = tblock
     nblock = nblock + 1
@@ -76,6 +79,7 @@ contains
     end do
 
     nc = nact; one = 1; nn = n
+    call lap(1)
     if (resident .and. nreg > 0) then
       t = wall_seconds()
       call upload_stale_jparticles()
@@ -83,6 +87,7 @@ contains
       wall_upload = wall_upload + (wall_seconds() - t)
       wall_regular = wall_regular + (wall_seconds() - t)
       call regular_chunk_start(min(nimax, nreg), ireg, .true., .true.)
+      call lap(4)
     end if
 
     t = wall_seconds()
@@ -93,6 +98,7 @@ contains
     end if
     call gpuirr_firr_vec(nc, act, gfa, gfda)
     wall_irregular = wall_irregular + (wall_seconds() - t)
+    call lap(2)
 
     ! Irregular corrector.  Without regular bodies nothing reads GPUIRR's
     ! predictions any more, so the new state can go to GPUIRR at once, and
@@ -126,6 +132,7 @@ contains
     nstepi = nstepi + nact
     nb_sum = nb_sum + nbs
     wall_corr_irr = wall_corr_irr + (wall_seconds() - t)
+    call lap(3)
 
     if (nreg > 0) then
       nblckr = nblckr + 1
@@ -144,6 +151,7 @@ contains
         call regular_chunk_with_old_counts(ni, j0)
       end do
       nstepr = nstepr + nreg
+      call lap(4)
       t = wall_seconds()
       !$omp parallel do if (nact >= par_min) schedule(static) private(k)
       do k = 1, nact
@@ -153,10 +161,22 @@ contains
       end do
       !$omp end parallel do
       wall_setjp = wall_setjp + (wall_seconds() - t)
+      call lap(5)
     end if
 
     call blocks_move(nact, act, moved)
+    call lap(6)
+    call profile_block(nact, nreg, spent)
   contains
+    !> The time since the last lap goes to phase p.
+    subroutine lap(p)
+      integer, intent(in) :: p
+      real(dp) :: now
+      now = wall_seconds()
+      spent(p) = spent(p) + (now - lap_start)
+      lap_start = now
+    end subroutine lap
+
     !> One chunk of the regular subset: new lists and forces, then the
     !> regular corrector.
     subroutine regular_chunk_with_old_counts(ni, j0)

@@ -10,6 +10,7 @@ module ac_run
   use ac_forces, only: forces_open, forces_close, initial_forces
   use ac_integrator, only: integrator_init, integrator_free, block_step
   use ac_clock, only: wall_seconds
+  use ac_profile, only: profile_reset
   use nb6accel, only: cxvpred
   use plummer_model, only: kinetic_energy, potential_energy
   !$ use omp_lib, only: omp_get_max_threads
@@ -32,6 +33,10 @@ module ac_run
     logical :: quiet = .false.
     !> Members the correctors' loops prefetch ahead (0: no prefetch).
     integer :: prefetch = 8
+    !> Blocks of at least N / ascending members in index order (0: never).
+    integer :: ascending = 8
+    !> Print where the second half's time went by block size (ac_profile).
+    logical :: profile = .false.
   end type run_options
 
   type :: run_result
@@ -102,12 +107,14 @@ contains
     rsfac = max(rsfac, 1.5_dp * sqrt(2.0_dp * tkin / sum(body)) / rsmin)
     call blocks_init()
     call integrator_init()
+    call profile_reset()
     res%wall_init = wall_seconds() - wall0
     if (.not. opt%quiet) then
-      write(output_unit, '(a,i0,a,i0,a,f6.3,a,f6.3,a,i0,a,i0,a,i0,a,f7.4,a,i0,a,i0)') &
+      write(output_unit, '(a,i0,a,i0,a,f6.3,a,f6.3,a,i0,a,i0,a,i0,a,f7.4,a,i0,a,i0,a,i0)') &
           '# N = ', n, '  threads = ', res%threads, '  eta_I = ', eta_i, '  eta_R = ', eta_r, &
           '  <NB> target = ', nnb_target, '  NNBMAX = ', nnbmax, '  NBMAX = ', nbmax, &
-          '  SMAX = ', smax, '  NPACT = ', npact, '  prefetch = ', prefetch_ahead
+          '  SMAX = ', smax, '  NPACT = ', npact, '  prefetch = ', prefetch_ahead, &
+          '  ascending = ', ascending_fraction
       if (resident) then
         write(output_unit, '(a)') '# GPUNB path: resident j-particles (GPUNB_SET_JP, GPUNB_PREDICT, ' // &
             'GPUNB_REGF_START/FINISH overlapping the irregular work)'
@@ -137,6 +144,7 @@ contains
         ci_split = wall_corr_irr; cr_split = wall_corr_reg; sj_split = wall_setjp
         up_split = wall_upload; nup_split = nupload
         nreg_split = nstepr; nirr_split = nstepi; nblock_split = nblock; nb_split = nb_sum
+        call profile_reset()
       end if
       if (time >= next_report) then
         ! Energies for the report are not part of the timing (NBODY6 does
@@ -226,10 +234,17 @@ contains
     smax = scale(1.0_dp, exponent(smax) - 1)
     ! Every body must be at the report times (integers and tend) and at the
     ! split tend/2 together: SMAX must divide them.
-    do while (smax > 2.0_dp**(-20) .and. (modulo(opt%tend, smax) /= 0 .or. &
+    ! A tend that no power of two >= 2**-10 divides would shrink every
+    ! step to nothing (tend = 0.001 ran 500 regular steps per body): refuse.
+    do while (smax >= 2.0_dp**(-10) .and. (modulo(opt%tend, smax) /= 0 .or. &
         modulo(0.5_dp * opt%tend, smax) /= 0 .or. (opt%tend > 1 .and. modulo(1.0_dp, smax) /= 0)))
       smax = 0.5_dp * smax
     end do
+    if (smax < 2.0_dp**(-10)) then
+      write(error_unit, '(a,es10.3,a)') 'plummer_ac: -tend', opt%tend, ': tend and tend/2 must be multiples' // &
+          ' of a power of two >= 2**-10 (e.g. 0.25, 1, 4) so that every body reaches them'
+      stop 2
+    end if
     ! NBODY6's NPACT (75, 100, 150, 200 by N).  PRED_ACT gathers the members
     ! and their lists on one thread (about NPACT * <NB> bodies), PRED_ALL
     ! predicts all N on every thread: with many threads NBODY6's values are
@@ -245,6 +260,7 @@ contains
     end if
     if (opt%npact > 0) npact = opt%npact
     prefetch_ahead = max(opt%prefetch, 0)
+    ascending_fraction = max(opt%ascending, 0)
     bodym = sum(body) / n
     znbmax = 0.9_dp * nnbmax
     znbmin = max(0.2_dp * nnbmax, 1.0_dp)

@@ -40,6 +40,9 @@ module ac_state
   !> The correctors' loops prefetch the data of the member this many places
   !> ahead (ac_prefetch.c; 0: none; run_options sets it).
   integer :: prefetch_ahead = 0
+  !> Blocks of at least n / ascending_fraction members come in index order
+  !> (ac_blocks; 0: always in level order; run_options sets it).
+  integer :: ascending_fraction = 8
 
   ! ---- particles -------------------------------------------------------------
   real(dp), allocatable, target :: body(:)

@@ -6,15 +6,15 @@
 #                        $(PLUMMER_SWEEP_CSV), then Fig. 2 as $(PLUMMER_PNG)
 # Override on the command line or in the environment, e.g.
 #   make plummer PLUMMER_N=65536 PLUMMER_ARGS="-etai 0.02 -etar 0.03"
-EXTRA_DIST += tests/plummer/README.md tests/plummer/plot-fig2.sh tests/plummer/run-on-device.sh \
+EXTRA_DIST += tests/plummer/README.md tests/plummer/plot-fig2.sh tests/plummer/run-on-device.sh tests/plummer/ab-on-device.sh tests/plummer/test_plummer_cli.sh \
 	tests/plummer/RESULTS.md tests/plummer/results-h100.csv tests/plummer/fig2-h100.png
 
 if HAVE_FORTRAN
 # The integrator as a convenience library: shared by the program and the tests.
 noinst_LTLIBRARIES += tests/plummer/libplummerac.la
 tests_plummer_libplummerac_la_SOURCES = tests/plummer/plummer_rng.f90 \
-	tests/plummer/plummer_model.f90 tests/plummer/ac_state.f90 tests/plummer/ac_clock.f90 \
-	tests/plummer/ac_blocks.f90 tests/plummer/ac_forces.f90 \
+	tests/plummer/plummer_model.f90 tests/plummer/ac_state.f90 tests/plummer/ac_clock.f90 tests/plummer/ac_profile.f90 \
+	tests/plummer/ac_profile.f90 tests/plummer/ac_blocks.f90 tests/plummer/ac_forces.f90 \
 	tests/plummer/ac_correct.f90 tests/plummer/ac_integrator.f90 tests/plummer/ac_run.f90 \
 	tests/plummer/ac_table.f90 tests/plummer/ac_prefetch.c
 
@@ -27,7 +27,7 @@ tests_plummer_plummer_ac_LDFLAGS = $(OPENMP_FCFLAGS)
 
 PLUMMER_TESTS = tests/plummer/test_plummer_model tests/plummer/test_plummer_run
 check_PROGRAMS += $(PLUMMER_TESTS)
-TESTS += $(PLUMMER_TESTS)
+TESTS += $(PLUMMER_TESTS) tests/plummer/test_plummer_cli.sh
 tests_plummer_test_plummer_model_SOURCES = tests/plummer/test_plummer_model.f90
 tests_plummer_test_plummer_model_LDADD = tests/plummer/libplummerac.la libgpunb.la libgpuirr.la
 tests_plummer_test_plummer_model_LDFLAGS = $(OPENMP_FCFLAGS)
@@ -43,8 +43,8 @@ tests/plummer/ac_blocks.lo: tests/plummer/ac_state.lo
 tests/plummer/ac_forces.lo: tests/plummer/ac_correct.lo tests/plummer/ac_clock.lo
 tests/plummer/ac_correct.lo: tests/plummer/ac_state.lo
 tests/plummer/ac_integrator.lo: tests/plummer/ac_blocks.lo tests/plummer/ac_correct.lo \
-	tests/plummer/ac_forces.lo
-tests/plummer/ac_run.lo: tests/plummer/ac_integrator.lo tests/plummer/plummer_model.lo
+	tests/plummer/ac_forces.lo tests/plummer/ac_profile.lo
+tests/plummer/ac_run.lo: tests/plummer/ac_integrator.lo tests/plummer/plummer_model.lo tests/plummer/ac_profile.lo
 tests/plummer/ac_table.lo: tests/plummer/ac_run.lo
 tests/plummer/plummer_ac.$(OBJEXT) tests/plummer/test_plummer_model.$(OBJEXT) \
 	tests/plummer/test_plummer_run.$(OBJEXT): tests/plummer/libplummerac.la

@@ -5,13 +5,14 @@
 !> to 4.  Reports at t = 0, 1, 2, 3, 4; a table at the end; -csv appends it.
 !>
 !>   plummer_ac [-n N] [-seed S] [-tend T] [-etai E] [-etar E] [-nnb NB]
-!>              [-nbmax NB] [-smax S] [-npact NP] [-prefetch K] [-ic FILE] [-dump FILE] [-csv FILE]
-!>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-q]
+!>              [-nbmax NB] [-smax S] [-npact NP] [-prefetch K] [-ascending F] [-ic FILE] [-dump FILE] [-csv FILE]
+!>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-profile] [-q]
 program plummer_ac
   use, intrinsic :: iso_fortran_env, only: real64, error_unit, output_unit
   use plummer_model, only: plummer_generate, plummer_read
   use ac_run, only: run_options, run_result, run_plummer, default_nnb_target
   use ac_table, only: print_table, append_csv
+  use ac_profile, only: profile_print
   implicit none
   integer, parameter :: dp = real64
   type(run_options) :: opt
@@ -38,6 +39,10 @@ program plummer_ac
       opt%resident = .true.
       k = k + 1
       cycle
+    case ('-profile')
+      opt%profile = .true.
+      k = k + 1
+      cycle
     end select
     if (k == nargs) call bad(arg, '(missing value)')
     call get_command_argument(k + 1, val)
@@ -52,6 +57,7 @@ program plummer_ac
     case ('-smax'); opt%smax = real_value(arg, val, 1.0e-6_dp)
     case ('-npact'); opt%npact = int_value(arg, val, 1)
     case ('-prefetch'); opt%prefetch = int_value(arg, val, 0)
+    case ('-ascending'); opt%ascending = int_value(arg, val, 0)
     case ('-wall-limit'); opt%wall_limit = real_value(arg, val, 0.0_dp)
     case ('-progress'); opt%progress = real_value(arg, val, 0.0_dp)
     case ('-ic'); ic_file = val
@@ -87,6 +93,7 @@ program plummer_ac
   end if
   call run_plummer(n, body, x, v, opt, res, xe, ve)
   call print_table(res)
+  if (opt%profile) call profile_print(output_unit, 'second half, t = tend/2 .. tend')
   if (len_trim(csv_file) > 0) call append_csv(trim(csv_file), res, opt, seed, trim(label))
   if (len_trim(dump_file) > 0) then
     open(newunit=unit, file=trim(dump_file), status='replace', action='write')
@@ -117,6 +124,10 @@ contains
         '                  50000, 100000, above)', &
         '  -prefetch K     the correctors prefetch the data of the member K places', &
         '                  ahead (default 8, 0: no prefetch)', &
+        '  -ascending F    blocks of at least N/F members in index order (default 8,', &
+        '                  0: every block in level order)', &
+        '  -profile        after the table, the second half''s time by block size and',&
+        '                  phase (scheduling, irregular force and corrector, regular)', &
         '  -csv FILE       append the final table as a CSV row', &
         '  -label TEXT     free text for the CSV row (machine, back-end)', &
         '  -dump FILE      write the final state as "m x y z vx vy vz" lines', &

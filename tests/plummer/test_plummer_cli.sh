@@ -1,0 +1,34 @@
+#!/bin/sh
+# The Plummer driver's command line: bad options stop with status 2 and a
+# message that names the option and its value (never a run that silently
+# does something else, as -tend 0.001 once did: every step shrank to 2^-20),
+# and -profile prints its table after a short run.
+top_builddir=${top_builddir:-.}
+driver=$top_builddir/tests/plummer/plummer_ac
+[ -x "$driver" ] || { echo "SKIP: $driver not built (no Fortran compiler)"; exit 77; }
+fail=0 pass=0
+out=${TMPDIR:-/tmp}/test_plummer_cli.$$
+trap 'rm -f "$out"' EXIT
+refused() { # words expected in the message, then the options
+  want=$1; shift
+  "$driver" "$@" >"$out" 2>&1
+  rc=$?
+  if [ "$rc" = 2 ] && grep -q -- "$want" "$out"; then
+    pass=$((pass + 1)); echo "PASS: refused $* ($want)"
+  else
+    fail=$((fail + 1)); echo "FAIL: $* gave status $rc, message:"; cat "$out"
+  fi
+}
+refused '-tend 1.000E-03' -n 512 -tend 0.001 -q
+refused 'bad value for -n: "1"' -n 1
+refused 'unknown option "-bogus"' -bogus 3
+refused 'bad value for -ascending: "-1"' -ascending -1
+refused 'cannot open initial conditions file' -ic /nonexistent/ic.txt
+if "$driver" -n 512 -tend 0.25 -q -progress 0 -profile >"$out" 2>&1 &&
+   grep -q '^# Block profile' "$out" && grep -q '^#   all ' "$out"; then
+  pass=$((pass + 1)); echo "PASS: -profile prints the block profile"
+else
+  fail=$((fail + 1)); echo "FAIL: -profile:"; cat "$out"
+fi
+echo "test_plummer_cli: $pass passed, $fail failed"
+[ "$fail" = 0 ]
