@@ -99,9 +99,6 @@ void NB6_F_GPUIRR_CLOSE(void)
                 1e6 * st.time_force / (double)st.force_calls);
     if (st.particles_forced > 0)
         fprintf(stderr, "<#NB>      : %f\n", st.interactions / (double)st.particles_forced);
-    if (st.predict_passes > 0)
-        fprintf(stderr, "pass pred  : %lld of %lld calls predicted all particles first (%.3g predictions)\n",
-                st.predict_passes, st.force_calls, (double)st.particles_pass_predicted);
     /* Where a call's time goes besides summing: the team's start-up, and
      * threads that are slow (e.g. sharing a CPU) show as a low busy share. */
     if (st.force_calls > 0 && st.time_force_thread_held > 0.0)

@@ -52,10 +52,6 @@ typedef struct gpuirr_stats {
     double time_force_thread_busy;
     double time_force_thread_held;
     long long force_team_threads;
-    /* Force calls that predicted every particle first (large blocks), and
-     * the particles they predicted. */
-    long long predict_passes;
-    long long particles_pass_predicted;
 } gpuirr_stats;
 
 /* Message of the last failed call in this thread ("" if none). */

@@ -4,7 +4,6 @@
 #include "gpuirr_dispatch.h"
 
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,20 +84,6 @@ int gpuirr_open(gpuirr **out, int nmax, int lmax)
     g->nmax = nmax;
     g->lmax = lmax;
     g->t_pred = NAN;
-    atomic_init(&g->n_used, 0);
-    const char *pass = nb6_getenv("NB6ACCEL_GPUIRR_PREDICT_PASS");
-    if (!pass || !strcmp(pass, "auto"))
-        g->predict_pass = GPUIRR_PASS_AUTO;
-    else if (!strcmp(pass, "always"))
-        g->predict_pass = GPUIRR_PASS_ALWAYS;
-    else if (!strcmp(pass, "never"))
-        g->predict_pass = GPUIRR_PASS_NEVER;
-    else {
-        free(g);
-        return gpuirr_fail(GPUIRR_EUSAGE,
-                           "gpuirr_open: NB6ACCEL_GPUIRR_PREDICT_PASS = \"%s\", must be auto, always or never",
-                           pass);
-    }
     n = (size_t)nmax;
     int records_ok;
     if (g->kernel->float_records) {
@@ -184,16 +169,9 @@ int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3], const double v0
             r[GPUIRR_REC_F + k] = (float)f_half[k];
             r[GPUIRR_REC_FDOT + k] = (float)fdot_sixth[k];
         }
-        r[GPUIRR_REC_MASS] = r[GPUIRR_REC_MASS2] = (float)mass;
+        r[GPUIRR_REC_MASS] = (float)mass;
         nb6_split(t0, &r[GPUIRR_REC_T0HI], &r[GPUIRR_REC_T0LO]);
         memcpy(g->rec + (size_t)s * GPUIRR_REC, r, sizeof r);
-        /* a plain read where the range is known, as it is after the first
-         * set of every particle */
-        int used = atomic_load_explicit(&g->n_used, memory_order_relaxed);
-        while (addr > used &&
-               !atomic_compare_exchange_weak_explicit(&g->n_used, &used, addr, memory_order_relaxed,
-                                                      memory_order_relaxed))
-            ;
         return GPUIRR_OK;
     }
     for (int k = 0; k < 3; k++) {
@@ -300,12 +278,8 @@ int gpuirr_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*
     if (isnan(g->t_pred))
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_force: called before any prediction "
                                           "(gpuirr_predict_all or gpuirr_predict_active gives the time)");
-    gpuirr_team team = {0.0, 0.0, 0, 0};
+    gpuirr_team team = {0.0, 0.0, 0};
     double interactions = g->kernel->force(g, ni, addr, acc, jrk, &team);
-    if (team.pass_slots > 0) {
-        g->stats.predict_passes++;
-        g->stats.particles_pass_predicted += team.pass_slots;
-    }
     g->stats.force_calls++;
     g->stats.time_force_start_lag += team.start_lag;
     g->stats.time_force_thread_busy += team.busy;

@@ -41,19 +41,6 @@ struct gpuirr {
     /* Time of the last predict call; NaN before the first one. */
     double t_pred;
 
-    /* 1 + the highest slot gpuirr_set_particle has written (slots above
-     * hold zero records): the range a predict pass covers.  Atomic: set
-     * calls come from the caller's threads; it grows only while the
-     * particles are first set, so later reads hit a shared line. */
-    _Atomic int n_used;
-
-    /* GPUIRR_PASS_*, from NB6ACCEL_GPUIRR_PREDICT_PASS at open.  AUTO: a
-     * call predicts every particle first where its pairs (ni x the mean
-     * list length so far) are at least n_used: a predicted member then
-     * costs one cache line instead of two and no prediction per pair,
-     * which in large blocks outweighs predicting all n_used. */
-    int predict_pass;
-
     const struct gpuirr_kernel *kernel;
     gpuirr_stats stats;
 };
@@ -63,7 +50,6 @@ typedef struct gpuirr_team {
     double start_lag; /* s from the call until its last thread started */
     double busy;      /* thread-seconds inside the parallel region     */
     int threads;
-    int pass_slots;   /* slots a predict pass predicted (0: none)       */
 } gpuirr_team;
 
 typedef struct gpuirr_kernel {
@@ -91,18 +77,9 @@ enum {
     GPUIRR_REC_V = 8,     /* v0 (3)                                          */
     GPUIRR_REC_XLO = 11,  /* x0 - hi, ... rounded to float (3)               */
     GPUIRR_REC_MASS = 14, /* mass; float 15 is 0                             */
-    GPUIRR_REC_XHI = 16,  /* x0, y0, z0 rounded to float (3)                 */
-    GPUIRR_REC_FIELDS = 20, /* fields the fused force loads per member       */
-    /* The second line also holds what a predict pass (a force call that
-     * predicts every particle first) leaves for its sums, so that they read
-     * one line per member, not two: */
-    GPUIRR_REC_MASS2 = 19, /* the mass again                                 */
-    GPUIRR_REC_PLO = 20,  /* predicted low part x0_lo + d (3)                */
-    GPUIRR_REC_PV = 23    /* predicted velocity (3); 26..31 are 0            */
+    GPUIRR_REC_XHI = 16,  /* x0, y0, z0 rounded to float (3); 19..31 are 0   */
+    GPUIRR_REC_FIELDS = 20 /* fields the kernels load per member             */
 };
-
-/* When a force call predicts every particle first (gpuirr->predict_pass). */
-enum { GPUIRR_PASS_AUTO = -1, GPUIRR_PASS_NEVER = 0, GPUIRR_PASS_ALWAYS = 1 };
 
 NB6_INTERNAL extern const gpuirr_kernel gpuirr_kernel_scalar;
 /* SIMD kernels (gpuirr/simd/gpuirr_simd_kernel.c, one per level built). */

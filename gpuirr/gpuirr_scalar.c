@@ -64,7 +64,7 @@ static double scalar_force(const gpuirr *g, int ni, const int *addr, double (*ac
     busy = nb6_clock() - t_start;
     threads = 1;
     }
-    *team = (gpuirr_team){lag, busy, threads, 0};
+    *team = (gpuirr_team){lag, busy, threads};
     return pairs;
 }
 

@@ -22,9 +22,7 @@
 #include "gpuirr_internal.h"
 #include "nb6_simd_select.h"
 
-#include <stdatomic.h>
 #include <stddef.h>
-#include <string.h>
 
 /* ---- prediction ------------------------------------------------------------ */
 
@@ -88,9 +86,6 @@ typedef struct i_sums {
  * here; lanes outside keep get mass 0 (a list's tail).  About 45 flops per pair for the
  * force, 20 for the prediction.  r = 0 gives 1/r = 0 and so adds exactly 0,
  * and so does a lane with mass 0. */
-static inline __attribute__((always_inline)) void accumulate(i_sums *q, const simd_f xh[3], const simd_f lo[3],
-                                                             const simd_f v[3], simd_f mass);
-
 static inline __attribute__((always_inline)) void add_pairs(i_sums *q, const float *rec, const int *idx,
                                                             t_pair t, simd_mask keep)
 {
@@ -101,36 +96,12 @@ static inline __attribute__((always_inline)) void add_pairs(i_sums *q, const flo
     const predicted p = predict_second(&pp, f);
     const simd_f mass = simd_keep(f[GPUIRR_REC_MASS - 8], keep);
     simd_load_fields4(rec, idx, GPUIRR_REC_XHI, xh);
-    accumulate(q, xh, p.lo, p.v, mass);
-}
-
-/* The same SIMD_VL pairs where a predict pass has run: everything from the
- * records' second lines (GPUIRR_REC_XHI .. GPUIRR_REC_PV + 2), the values
- * the pass stored are those add_pairs computes, so the sums are the same
- * bits. */
-static inline __attribute__((always_inline)) void add_pairs_predicted(i_sums *q, const float *rec,
-                                                                      const int *idx, simd_mask keep)
-{
-    simd_f f[8], g[4];
-    simd_load_fields8(rec, idx, GPUIRR_REC_XHI, f);    /* x_hi (3), mass, lo (3), v_x */
-    simd_load_fields4(rec, idx, GPUIRR_REC_PV + 1, g); /* v_y, v_z, 0, 0 */
-    const simd_f xh[3] = {f[0], f[1], f[2]};
-    const simd_f lo[3] = {f[GPUIRR_REC_PLO - 16], f[GPUIRR_REC_PLO - 15], f[GPUIRR_REC_PLO - 14]};
-    const simd_f v[3] = {f[GPUIRR_REC_PV - 16], g[0], g[1]};
-    accumulate(q, xh, lo, v, simd_keep(f[GPUIRR_REC_MASS2 - 16], keep));
-}
-
-/* The pair sums from the members' predicted state (position as hi and
- * predicted lo parts, velocity) and masses. */
-static inline __attribute__((always_inline)) void accumulate(i_sums *q, const simd_f xh[3], const simd_f lo[3],
-                                                             const simd_f v[3], simd_f mass)
-{
-    simd_f dvx = simd_sub(v[0], simd_set1(q->v[0]));
-    simd_f dvy = simd_sub(v[1], simd_set1(q->v[1]));
-    simd_f dvz = simd_sub(v[2], simd_set1(q->v[2]));
-    simd_f dx = simd_add(simd_sub(xh[0], simd_set1(q->xh[0])), simd_sub(lo[0], simd_set1(q->xl[0])));
-    simd_f dy = simd_add(simd_sub(xh[1], simd_set1(q->xh[1])), simd_sub(lo[1], simd_set1(q->xl[1])));
-    simd_f dz = simd_add(simd_sub(xh[2], simd_set1(q->xh[2])), simd_sub(lo[2], simd_set1(q->xl[2])));
+    simd_f dvx = simd_sub(p.v[0], simd_set1(q->v[0]));
+    simd_f dvy = simd_sub(p.v[1], simd_set1(q->v[1]));
+    simd_f dvz = simd_sub(p.v[2], simd_set1(q->v[2]));
+    simd_f dx = simd_add(simd_sub(xh[0], simd_set1(q->xh[0])), simd_sub(p.lo[0], simd_set1(q->xl[0])));
+    simd_f dy = simd_add(simd_sub(xh[1], simd_set1(q->xh[1])), simd_sub(p.lo[1], simd_set1(q->xl[1])));
+    simd_f dz = simd_add(simd_sub(xh[2], simd_set1(q->xh[2])), simd_sub(p.lo[2], simd_set1(q->xl[2])));
     simd_f r2 = simd_fmadd(dz, dz, simd_fmadd(dy, dy, simd_mul(dx, dx)));
     simd_f rinv = simd_rsqrt_nz(r2);
     simd_f rinv2 = simd_mul(rinv, rinv);
@@ -190,16 +161,7 @@ typedef struct next_list {
     const float *rec;   /* the records                                */
     const int *members; /* next list's members (record offsets)       */
     int done, len;      /* members prefetched so far, list length     */
-    int second_only;    /* after a predict pass: only the second line */
 } next_list;
-
-static inline __attribute__((always_inline)) void prefetch_member(const next_list *nx, const float *r)
-{
-    if (nx->second_only)
-        prefetch_line(r + 16);
-    else
-        prefetch_record(r);
-}
 
 enum { PREFETCH_PER_GROUP = SIMD_VL < 16 ? SIMD_VL : 16 };
 
@@ -213,12 +175,12 @@ static inline __attribute__((always_inline)) void prefetch_some(next_list *nx, i
     if (!all && nx->done + PREFETCH_PER_GROUP <= nx->len) {
 #pragma GCC unroll 16
         for (int e = 0; e < PREFETCH_PER_GROUP; e++)
-            prefetch_member(nx, nx->rec + (unsigned)m[e]);
+            prefetch_record(nx->rec + (unsigned)m[e]);
         nx->done += PREFETCH_PER_GROUP;
         return;
     }
     for (int e = 0; e < nx->len - nx->done; e++)
-        prefetch_member(nx, nx->rec + (unsigned)m[e]);
+        prefetch_record(nx->rec + (unsigned)m[e]);
     nx->done = nx->len;
 }
 
@@ -230,43 +192,31 @@ static inline __attribute__((always_inline)) void prefetch_some(next_list *nx, i
 static inline __attribute__((always_inline)) void force_one(const float *restrict rec,
                                                             const int *restrict col, int s,
                                                             t_pair t, next_list *nx,
-                                                            double acc[3], double jrk[3],
-                                                            const int predicted_pass)
+                                                            double acc[3], double jrk[3])
 {
     const float *ri = rec + (size_t)s * GPUIRR_REC;
     const int len = col[0];
     const int *members = col + 1;
+    /* The i in every lane, predicted by the same operations as a member. */
+    simd_f f[16];
+    for (int k = 0; k < 16; k++)
+        f[k] = simd_set1(ri[k]);
+    const partial_prediction ppi = predict_first(f, t);
+    const predicted pi = predict_second(&ppi, f + 8);
     i_sums q = {
         .ax = simd_zero(), .ay = simd_zero(), .az = simd_zero(),
         .jx = simd_zero(), .jy = simd_zero(), .jz = simd_zero(),
     };
-    if (predicted_pass) {
-        for (int k = 0; k < 3; k++) {
-            q.xh[k] = ri[GPUIRR_REC_XHI + k];
-            q.xl[k] = ri[GPUIRR_REC_PLO + k];
-            q.v[k] = ri[GPUIRR_REC_PV + k];
-        }
-    } else {
-        /* The i in every lane, predicted by the same operations as a member. */
-        simd_f f[16];
-        for (int k = 0; k < 16; k++)
-            f[k] = simd_set1(ri[k]);
-        const partial_prediction ppi = predict_first(f, t);
-        const predicted pi = predict_second(&ppi, f + 8);
-        for (int k = 0; k < 3; k++) {
-            q.xh[k] = ri[GPUIRR_REC_XHI + k];
-            q.xl[k] = simd_lane0(pi.lo[k]);
-            q.v[k] = simd_lane0(pi.v[k]);
-        }
+    for (int k = 0; k < 3; k++) {
+        q.xh[k] = ri[GPUIRR_REC_XHI + k];
+        q.xl[k] = simd_lane0(pi.lo[k]);
+        q.v[k] = simd_lane0(pi.v[k]);
     }
     double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0};
     int e = 0, groups = 0;
     for (; e + SIMD_VL <= len; e += SIMD_VL) {
         prefetch_some(nx, 0);
-        if (predicted_pass)
-            add_pairs_predicted(&q, rec, members + e, simd_first(SIMD_VL));
-        else
-            add_pairs(&q, rec, members + e, t, simd_first(SIMD_VL));
+        add_pairs(&q, rec, members + e, t, simd_first(SIMD_VL));
         if (++groups == FLUSH_GROUPS) /* long lists: keep the float sums short */
             flush(&q, a, jk), groups = 0;
     }
@@ -275,10 +225,7 @@ static inline __attribute__((always_inline)) void force_one(const float *restric
         const int left = len - e;
         int idx[SIMD_VL];
         simd_tail_offsets(members + e, left, idx);
-        if (predicted_pass)
-            add_pairs_predicted(&q, rec, idx, simd_first(left));
-        else
-            add_pairs(&q, rec, idx, t, simd_first(left));
+        add_pairs(&q, rec, idx, t, simd_first(left));
     }
     flush(&q, a, jk);
     for (int k = 0; k < 3; k++) {
@@ -342,63 +289,9 @@ static inline int stream_peek(const chunk_stream *cs, int n, int ahead)
     return cs->begin[1] + k < cs->end[1] ? cs->begin[1] + k : -1;
 }
 
-/* The predict pass: slots [s_begin, s_end) predicted to t into their
- * records' second lines (GPUIRR_REC_PLO, GPUIRR_REC_PV), SIMD_VL at a time
- * through the loads and operations the fused force uses, so that a member
- * gets the same bits either way. */
-static void predict_slots(float *rec, int s_begin, int s_end, t_pair t)
-{
-    for (int s = s_begin; s < s_end; s += SIMD_VL) {
-        const int left = s_end - s < SIMD_VL ? s_end - s : SIMD_VL;
-        int idx[SIMD_VL];
-        for (int l = 0; l < SIMD_VL; l++)
-            idx[l] = GPUIRR_REC * (s + (l < left ? l : 0));
-        simd_f f[8];
-        simd_load_fields8(rec, idx, 0, f);
-        const partial_prediction pp = predict_first(f, t);
-        simd_load_fields8(rec, idx, 8, f);
-        const predicted p = predict_second(&pp, f);
-        float out[6][SIMD_VL];
-        for (int k = 0; k < 3; k++) {
-            memcpy(out[k], &p.lo[k], sizeof(float[SIMD_VL]));
-            memcpy(out[3 + k], &p.v[k], sizeof(float[SIMD_VL]));
-        }
-        for (int l = 0; l < left; l++) {
-            float *r = rec + (size_t)(s + l) * GPUIRR_REC;
-            for (int k = 0; k < 3; k++) {
-                r[GPUIRR_REC_PLO + k] = out[k][l];
-                r[GPUIRR_REC_PV + k] = out[3 + k][l];
-            }
-        }
-    }
-}
-
-/* Slots per share of the predict pass (a multiple of every SIMD_VL). */
-enum { PASS_SLOTS = 512 };
-
-/* AUTO runs the pass where a call's pairs are at least this many per slot.
- * On the H100 box's Xeon (16 threads, 64k) a pass costs ~46 us, and a pair
- * from the second line alone 7-17 % less than a fused one: at 1 pair per
- * slot (every call of 1000 or more particles) the Plummer driver's
- * irregular force went from 3.5-3.7 to 4.6-5.1 s; from ~16 only blocks
- * of a quarter of the particles or more take it. */
-#ifndef PASS_MIN_PAIRS_PER_SLOT
-#define PASS_MIN_PAIRS_PER_SLOT 16.0
-#endif
-
 static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, double (*acc)[3],
                                  double (*jrk)[3], gpuirr_team *team)
 {
-    /* A predict pass first where it pays (gpuirr_internal.h, predict_pass). */
-    const int n_used = atomic_load_explicit(&g->n_used, memory_order_relaxed);
-    int pass = g->predict_pass == GPUIRR_PASS_ALWAYS;
-    if (g->predict_pass == GPUIRR_PASS_AUTO) {
-        const double mean_list = g->stats.particles_forced > 0
-                                     ? g->stats.interactions / (double)g->stats.particles_forced
-                                     : 32.0;
-        pass = (double)ni * mean_list >= PASS_MIN_PAIRS_PER_SLOT * (double)n_used;
-    }
-    const int pass_shares = pass ? (n_used + PASS_SLOTS - 1) / PASS_SLOTS : 0;
     const float *rec = g->rec;
     const int *lists = g->lists;
     float t_hi, t_lo;
@@ -415,19 +308,9 @@ static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, doubl
     const double t_call = nb6_clock();
     double lag = 0.0, busy = 0.0;
     int threads = 0;
-#pragma omp parallel if (ni >= 32 || pass) reduction(+ : pairs, busy, threads) reduction(max : lag)
+#pragma omp parallel if (ni >= 32) reduction(+ : pairs, busy, threads) reduction(max : lag)
     {
         const double t_start = nb6_clock();
-        if (pass) {
-            /* g's records, not g: the pass writes the second lines only */
-            float *const wrec = g->rec;
-#pragma omp for schedule(static)
-            for (int share = 0; share < pass_shares; share++) {
-                const int s1 = (share + 1) * PASS_SLOTS;
-                predict_slots(wrec, share * PASS_SLOTS, s1 < n_used ? s1 : n_used, tp);
-            }
-            /* (the loop's barrier: every record predicted before any sum) */
-        }
         chunk_stream cs = {&counter, ni, chunk, {0, 0}, {0, 0}};
         take_chunk(&cs, 0);
         take_chunk(&cs, 1);
@@ -437,7 +320,7 @@ static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, doubl
             if (n < 0)
                 break;
             const int *first = lists + (size_t)(addr[n] - 1) * lmax;
-            next_list nx = {rec, first + 1, 0, first[0], pass};
+            next_list nx = {rec, first + 1, 0, first[0]};
             prefetch_some(&nx, 1);
         }
         while (cs.begin[0] < cs.end[0]) {
@@ -451,19 +334,16 @@ static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, doubl
                           n2 = stream_peek(&cs, n, PREFETCH_AHEAD + LIST_AHEAD);
                 if (n2 >= 0)
                     prefetch_list_lines(lists + (size_t)(addr[n2] - 1) * lmax, lmax);
-                next_list nx = {rec, NULL, 0, 0, pass};
+                next_list nx = {rec, NULL, 0, 0};
                 if (n1 >= 0) {
                     const int *next = lists + (size_t)(addr[n1] - 1) * lmax;
                     nx.members = next + 1;
                     nx.len = next[0];
-                    prefetch_member(&nx, rec + (size_t)(addr[n1] - 1) * GPUIRR_REC);
+                    prefetch_record(rec + (size_t)(addr[n1] - 1) * GPUIRR_REC);
                 }
                 const int *col = lists + (size_t)s * lmax;
                 pairs += col[0];
-                if (pass)
-                    force_one(rec, col, s, tp, &nx, acc[n], jrk[n], 1);
-                else
-                    force_one(rec, col, s, tp, &nx, acc[n], jrk[n], 0);
+                force_one(rec, col, s, tp, &nx, acc[n], jrk[n]);
             }
             cs.begin[0] = cs.begin[1];
             cs.end[0] = cs.end[1];
@@ -474,7 +354,7 @@ static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, doubl
         busy = nb6_clock() - t_start;
         threads = 1;
     }
-    *team = (gpuirr_team){lag, busy, threads, pass ? n_used : 0};
+    *team = (gpuirr_team){lag, busy, threads};
     return pairs;
 }
 
