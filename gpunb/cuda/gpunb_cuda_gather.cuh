@@ -74,13 +74,7 @@ static __device__ __forceinline__ void gather_one(int i, int *__restrict__ nbcou
         double t = 0.0;
         for (int w = 0; w < NT / 32; w++)
             t += sm.red[w][tid];
-        gpunb_cuda_result *r = result + i;
-        if (tid < 3)
-            r->acc[tid] = t;
-        else if (tid < 6)
-            r->jrk[tid - 3] = t;
-        else
-            r->pot = t;
+        gpunb_cuda_store_component(result + i, tid, t);
     }
     if (tid == 0) {
         nbcount[i] = 0; /* ready for the next force launch */

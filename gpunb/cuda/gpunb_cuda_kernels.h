@@ -107,4 +107,19 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_potential(const gpunb_cuda_xm *xm, in
 #ifdef __cplusplus
 }
 #endif
+
+#ifdef __CUDACC__
+/* Partial-sum component c (GPUNB_CUDA_NPARTIAL order: acc x,y,z, jerk
+ * x,y,z, potential) of i's total into its result: the reduction and the
+ * fused gathering kernel store through this one mapping. */
+static __device__ __forceinline__ void gpunb_cuda_store_component(gpunb_cuda_result *r, int c, double total)
+{
+    if (c < 3)
+        r->acc[c] = total;
+    else if (c < 6)
+        r->jrk[c - 3] = total;
+    else
+        r->pot = total;
+}
+#endif
 #endif

@@ -34,13 +34,7 @@ gpunb_reduce_kernel(const float *__restrict__ partial, int nslices, int ni, int 
         double total = 0.0;
         for (int w = 0; w < GPUNB_CUDA_REDUCE_WARPS; w++)
             total += part[w][lane];
-        gpunb_cuda_result *r = result + i;
-        if (comp < 3)
-            r->acc[comp] = total;
-        else if (comp < 6)
-            r->jrk[comp - 3] = total;
-        else
-            r->pot = total;
+        gpunb_cuda_store_component(result + i, comp, total);
     }
 }
 
