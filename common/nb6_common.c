@@ -6,6 +6,7 @@
 
 #if defined(__linux__)
 #include <sched.h>
+#include <sys/mman.h>
 #endif
 
 #include <math.h>
@@ -75,15 +76,41 @@ long nb6_first_nonfinite(const double *v, long n)
     return -1;
 }
 
+/* Arrays of at least this size go on transparent huge pages where the
+ * kernel offers them only on request (THP "madvise", the usual default):
+ * GPUIRR reads records and lists scattered over all N, and with 4 KiB
+ * pages nearly every member is a TLB miss once the records outgrow what the
+ * TLB covers (a few MiB), which under a hypervisor costs a two-level walk. */
+enum { HUGE_PAGE = 2 << 20 };
+
+static int want_huge_pages(size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const char *v = nb6_getenv("NB6ACCEL_HUGEPAGES");
+    return bytes >= HUGE_PAGE && !(v && strcmp(v, "0") == 0);
+#else
+    (void)bytes;
+    return 0;
+#endif
+}
+
 void *nb6_alloc_aligned(size_t align, size_t bytes)
 {
     void *p = NULL;
     if (bytes == 0)
         bytes = align;
+    const int huge = want_huge_pages(bytes);
+    if (huge && align < HUGE_PAGE)
+        align = HUGE_PAGE;
     bytes = (bytes + align - 1) & ~(align - 1);
     p = aligned_alloc(align, bytes);
-    if (p)
-        memset(p, 0, bytes);
+    if (!p)
+        return NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (huge) /* before the first touch below; a refusal only costs speed */
+        (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    memset(p, 0, bytes);
     return p;
 }
 
