@@ -8,6 +8,7 @@ module ac_forces
   use ac_state
   use ac_correct, only: tstep, block_step_below
   use ac_clock, only: wall_seconds
+  use ac_order, only: morton_order
   implicit none
   private
   public :: forces_open, forces_close, regular_chunk, regular_chunk_start, regular_chunk_finish
@@ -346,7 +347,7 @@ contains
     logical(1), allocatable :: member(:)
     real(dp) :: rcrit2, xi_(3), r2, d2box, s2(3), s3(3), s2r(3), s3r(3)
 
-    call morton_order(order)
+    call morton_order(n, x, order)
     nbox = (n + box - 1) / box
     allocate(xs(3,n), bmin(3,nbox), bmax(3,nbox))
     do k = 1, n
@@ -397,68 +398,6 @@ contains
     deallocate(member)
     !$omp end parallel
   end subroutine second_third_derivatives
-
-  !> Bodies sorted by the Morton (Z-order) key of their cell in a 1024**3
-  !> grid over the bounding box: near in the order means near in space.
-  subroutine morton_order(order)
-    integer, allocatable, intent(out) :: order(:)
-    integer(int64), allocatable :: key(:)
-    real(dp) :: lo(3), hi(3), scale_
-    integer :: i, k, bit, c(3)
-    allocate(order(n), key(n))
-    lo = minval(x(:,1:n), dim=2)
-    hi = maxval(x(:,1:n), dim=2)
-    scale_ = 1023.0_dp / max(maxval(hi - lo), tiny(1.0_dp))
-    do i = 1, n
-      c = min(1023, max(0, int((x(:,i) - lo) * scale_)))
-      key(i) = 0
-      do bit = 0, 9
-        do k = 1, 3
-          if (btest(c(k), bit)) key(i) = ibset(key(i), 3 * bit + k - 1)
-        end do
-      end do
-      order(i) = i
-    end do
-    call heap_sort_by_key(key, order)
-  end subroutine morton_order
-
-  !> order(:) sorted so that key(order(:)) ascends (ties by index: heap
-  !> sort is not stable, so compare the pair).
-  subroutine heap_sort_by_key(key, order)
-    integer(int64), intent(in) :: key(:)
-    integer, intent(inout) :: order(:)
-    integer :: m, i, t
-    m = size(order)
-    do i = m / 2, 1, -1
-      call sift(i, m)
-    end do
-    do i = m, 2, -1
-      t = order(1); order(1) = order(i); order(i) = t
-      call sift(1, i - 1)
-    end do
-  contains
-    logical function before(a, b)
-      integer, intent(in) :: a, b
-      before = key(a) < key(b) .or. (key(a) == key(b) .and. a < b)
-    end function before
-    subroutine sift(first, last)
-      integer, intent(in) :: first, last
-      integer :: root, child, tmp
-      root = first
-      do while (2 * root <= last)
-        child = 2 * root
-        if (child < last) then
-          if (before(order(child), order(child + 1))) child = child + 1
-        end if
-        if (before(order(root), order(child))) then
-          tmp = order(root); order(root) = order(child); order(child) = tmp
-          root = child
-        else
-          return
-        end if
-      end do
-    end subroutine sift
-  end subroutine heap_sort_by_key
 
   !> Add the second and third derivative of the force of j on i (FPOLY2's
   !> formulae, full F and FDOT) to s2, s3.

@@ -12,9 +12,9 @@ EXTRA_DIST += tests/plummer/README.md tests/plummer/plot-fig2.sh tests/plummer/r
 if HAVE_FORTRAN
 # The integrator as a convenience library: shared by the program and the tests.
 noinst_LTLIBRARIES += tests/plummer/libplummerac.la
-tests_plummer_libplummerac_la_SOURCES = tests/plummer/plummer_rng.f90 \
+tests_plummer_libplummerac_la_SOURCES = tests/plummer/plummer_rng.f90 tests/plummer/ac_order.f90 \
 	tests/plummer/plummer_model.f90 tests/plummer/ac_state.f90 tests/plummer/ac_clock.f90 tests/plummer/ac_profile.f90 \
-	tests/plummer/ac_profile.f90 tests/plummer/ac_blocks.f90 tests/plummer/ac_forces.f90 \
+	tests/plummer/ac_blocks.f90 tests/plummer/ac_forces.f90 \
 	tests/plummer/ac_correct.f90 tests/plummer/ac_integrator.f90 tests/plummer/ac_run.f90 \
 	tests/plummer/ac_table.f90 tests/plummer/ac_prefetch.c
 
@@ -37,14 +37,15 @@ tests_plummer_test_plummer_run_LDFLAGS = $(OPENMP_FCFLAGS)
 
 # Fortran modules must exist before their users compile (make -j).
 tests/plummer/plummer_rng.lo: libnb6accel_fmod.la
-tests/plummer/plummer_model.lo: tests/plummer/plummer_rng.lo libnb6accel_fmod.la
+tests/plummer/plummer_model.lo: tests/plummer/plummer_rng.lo tests/plummer/ac_order.lo libnb6accel_fmod.la
 tests/plummer/ac_state.lo: libnb6accel_fmod.la
 tests/plummer/ac_blocks.lo: tests/plummer/ac_state.lo
-tests/plummer/ac_forces.lo: tests/plummer/ac_correct.lo tests/plummer/ac_clock.lo
+tests/plummer/ac_forces.lo: tests/plummer/ac_correct.lo tests/plummer/ac_clock.lo tests/plummer/ac_order.lo
 tests/plummer/ac_correct.lo: tests/plummer/ac_state.lo
 tests/plummer/ac_integrator.lo: tests/plummer/ac_blocks.lo tests/plummer/ac_correct.lo \
 	tests/plummer/ac_forces.lo tests/plummer/ac_profile.lo
-tests/plummer/ac_run.lo: tests/plummer/ac_integrator.lo tests/plummer/plummer_model.lo tests/plummer/ac_profile.lo
+tests/plummer/ac_run.lo: tests/plummer/ac_integrator.lo tests/plummer/plummer_model.lo tests/plummer/ac_profile.lo \
+	tests/plummer/ac_order.lo
 tests/plummer/ac_table.lo: tests/plummer/ac_run.lo
 tests/plummer/plummer_ac.$(OBJEXT) tests/plummer/test_plummer_model.$(OBJEXT) \
 	tests/plummer/test_plummer_run.$(OBJEXT): tests/plummer/libplummerac.la

@@ -5,7 +5,7 @@
 !> to 4.  Reports at t = 0, 1, 2, 3, 4; a table at the end; -csv appends it.
 !>
 !>   plummer_ac [-n N] [-seed S] [-tend T] [-etai E] [-etar E] [-nnb NB]
-!>              [-nbmax NB] [-smax S] [-npact NP] [-prefetch K] [-ascending F] [-ic FILE] [-dump FILE] [-csv FILE]
+!>              [-nbmax NB] [-smax S] [-npact NP] [-nimax NI] [-prefetch K] [-ascending F] [-order O] [-ic FILE] [-dump FILE] [-csv FILE]
 !>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-profile] [-q]
 program plummer_ac
   use, intrinsic :: iso_fortran_env, only: real64, error_unit, output_unit
@@ -58,12 +58,19 @@ program plummer_ac
     case ('-npact'); opt%npact = int_value(arg, val, 1)
     case ('-prefetch'); opt%prefetch = int_value(arg, val, 0)
     case ('-ascending'); opt%ascending = int_value(arg, val, 0)
+    case ('-nimax'); opt%nimax = int_value(arg, val, 1)
     case ('-wall-limit'); opt%wall_limit = real_value(arg, val, 0.0_dp)
     case ('-progress'); opt%progress = real_value(arg, val, 0.0_dp)
     case ('-ic'); ic_file = val
     case ('-csv'); csv_file = val
     case ('-dump'); dump_file = val
     case ('-label'); label = val
+    case ('-order')
+      select case (trim(val))
+      case ('morton'); opt%morton = .true.
+      case ('given'); opt%morton = .false.
+      case default; call bad(arg, val)
+      end select
     case default
       write(error_unit, '(3a)') 'plummer_ac: unknown option "', trim(arg), '" (try -help)'
       stop 2
@@ -114,7 +121,10 @@ contains
     write(output_unit, '(a)') 'usage: plummer_ac [options]', &
         '  -n N            number of bodies (default 4096)', &
         '  -seed S         random seed of the Plummer model (default 1)', &
-        '  -ic FILE        read "m x y z vx vy vz" lines instead (used as given)', &
+        '  -ic FILE        read "m x y z vx vy vz" lines instead', &
+        '  -order O        given: the bodies as generated or read (default);', &
+        '                  morton: numbered along a Morton curve of their initial', &
+        '                  positions (neighbours get nearby indices)', &
         '  -tend T         end time (default 4; timing of the second half, t = 2..4)', &
         '  -etai E         irregular accuracy parameter (default 0.02)', &
         '  -etar E         regular accuracy parameter (default 0.02)', &
@@ -129,6 +139,8 @@ contains
         '                  ahead (default 8, 0: no prefetch)', &
         '  -ascending F    blocks of at least N/F members in index order (default 8,', &
         '                  0: every block in level order)', &
+        '  -nimax NI       regular bodies per GPUNB_REGF call at most (default 1024,', &
+        '                  NBODY6''s NIMAX)', &
         '  -profile        after the table, the second half''s time by block size and',&
         '                  phase (scheduling, irregular force and corrector, regular)', &
         '  -csv FILE       append the final table as a CSV row', &

@@ -7,6 +7,7 @@ module plummer_model
   use, intrinsic :: iso_c_binding, only: c_int
   use nb6accel, only: gpupot
   use plummer_rng, only: rng_state, rng_seed, rng_uniform
+  use ac_order, only: sort_by_key
   implicit none
   private
   public :: plummer_generate, plummer_read, to_standard_units, remove_centre_of_mass
@@ -199,37 +200,4 @@ contains
       end if
     end do
   end function half_mass_radius
-
-  !> Heap sort of order(:) by key(order(:)), ascending.
-  subroutine sort_by_key(key, order)
-    real(dp), intent(in) :: key(:)
-    integer, intent(inout) :: order(:)
-    integer :: n, i, tmp
-    n = size(order)
-    do i = n / 2, 1, -1
-      call sift(i, n)
-    end do
-    do i = n, 2, -1
-      tmp = order(1); order(1) = order(i); order(i) = tmp
-      call sift(1, i - 1)
-    end do
-  contains
-    subroutine sift(start, last)
-      integer, intent(in) :: start, last
-      integer :: root, child, t
-      root = start
-      do while (2 * root <= last)
-        child = 2 * root
-        if (child < last) then
-          if (key(order(child)) < key(order(child + 1))) child = child + 1
-        end if
-        if (key(order(root)) < key(order(child))) then
-          t = order(root); order(root) = order(child); order(child) = t
-          root = child
-        else
-          return
-        end if
-      end do
-    end subroutine sift
-  end subroutine sort_by_key
 end module plummer_model

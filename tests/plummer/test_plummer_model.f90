@@ -3,10 +3,13 @@
 !> not with the GPUPOT the generator scales with), centre of mass at rest at
 !> the origin, equal masses summing to 1, the half-mass radius of a Plummer
 !> model (0.769 in these units), radii within the cut, the same model for
-!> the same seed, and a model written as text read back unchanged.
+!> the same seed, a model written as text read back unchanged, and the
+!> Morton numbering of the run (-order morton): a permutation under which
+!> bodies next in order are near in space.
 program test_plummer_model
   use, intrinsic :: iso_fortran_env, only: real64
   use plummer_model, only: plummer_generate, half_mass_radius, plummer_read
+  use ac_order, only: morton_order
   implicit none
   integer, parameter :: dp = real64
   integer, parameter :: n = 8192, seed = 20120905
@@ -14,6 +17,8 @@ program test_plummer_model
   real(dp), allocatable :: br(:), xr(:,:), vr(:,:)
   real(dp) :: t, w, e, q, cx(3), cv(3), rh, rmax, a
   integer :: npass, nfail, i, j, unit, nr
+  integer, allocatable :: order(:), seen(:)
+  real(dp) :: step_given, step_morton
 
   npass = 0; nfail = 0
   allocate(body(n), x(3,n), v(3,n), x2(3,n), v2(3,n))
@@ -74,6 +79,27 @@ program test_plummer_model
   call check('text model read back: count', nr == n, real(nr, dp))
   call check('text model read back: values', all(xr == x) .and. all(vr == v) .and. all(br == body), &
       maxval(abs(xr - x)))
+
+  ! Morton numbering: every body once; the mean distance from one body to
+  ! the next in that order is a small fraction of the generator's (random
+  ! order: about the model's size; along the curve: about the local spacing).
+  call morton_order(n, x, order)
+  allocate(seen(n))
+  seen = 0
+  do i = 1, n
+    if (order(i) >= 1 .and. order(i) <= n) seen(order(i)) = seen(order(i)) + 1
+  end do
+  call check('Morton order: a permutation', size(order) == n .and. all(seen == 1), real(count(seen /= 1), dp))
+  step_given = 0; step_morton = 0
+  do i = 1, n - 1
+    step_given = step_given + sqrt(sum((x(:,i + 1) - x(:,i))**2))
+    step_morton = step_morton + sqrt(sum((x(:,order(i + 1)) - x(:,order(i)))**2))
+  end do
+  write(*, '(a,f8.4,a,f8.4)') 'mean distance to the next body: given order ', step_given / (n - 1), &
+      ', Morton order ', step_morton / (n - 1)
+  call check('Morton order: next body near (< 1/4 of the given order''s distance)', &
+      step_morton < 0.25_dp * step_given, step_morton / step_given)
+  deallocate(order, seen)
 
   deallocate(body, x, v, x2, v2, br, xr, vr) ! stack-frame arrays under -fopenmp: free before the end
   write(*, '(a,i0,a,i0,a)') 'test_plummer_model: ', npass, ' passed, ', nfail, ' failed'
