@@ -10,9 +10,9 @@ module ac_state
   public
 
   integer, parameter :: dp = real64
-  !> i-particles per GPUNB_REGF call at most (NBODY6's NIMAX = 1024 by
-  !> default; run_options sets it before ac_forces sizes its buffers).
-  integer :: nimax = 1024
+  !> i-particles per GPUNB_REGF call at most (NBODY6's NIMAX; run_options
+  !> sets it before ac_forces sizes its buffers).
+  integer :: nimax = 4096
   !> Deepest block-step level: steps down to smax * 2**(1 - maxlevel).
   integer, parameter :: maxlevel = 60
 

@@ -139,8 +139,8 @@ contains
         '                  ahead (default 8, 0: no prefetch)', &
         '  -ascending F    blocks of at least N/F members in index order (default 8,', &
         '                  0: every block in level order)', &
-        '  -nimax NI       regular bodies per GPUNB_REGF call at most (default 1024,', &
-        '                  NBODY6''s NIMAX)', &
+        '  -nimax NI       regular bodies per GPUNB_REGF call at most (default 4096;', &
+        '                  NBODY6''s NIMAX is 1024)', &
         '  -profile        after the table, the second half''s time by block size and',&
         '                  phase (scheduling, irregular force and corrector, regular)', &
         '  -csv FILE       append the final table as a CSV row', &

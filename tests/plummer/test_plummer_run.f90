@@ -10,7 +10,8 @@
 !> of E where GPUNB runs on the host (the two give the same bits there), to
 !> 2e-8 of E (a sixth of that run's |dE/E|) where it runs on a GPU, whose
 !> float forces may round differently on the two paths (a record left stale
-!> costs 1e-6 or more).
+!> costs 1e-6 or more).  These runs pass at most 128 bodies per GPUNB_REGF
+!> call, so that blocks take several calls, as at large N.
 program test_plummer_run
   use, intrinsic :: iso_fortran_env, only: real64, int64
   use plummer_model, only: plummer_generate
@@ -60,6 +61,9 @@ program test_plummer_run
   allocate(body(n), x(3,n), v(3,n), xa(3,n), va(3,n), xb(3,n), vb(3,n))
   call plummer_generate(n, 11, body, x, v)
   opt%tend = 0.5_dp
+  ! Several GPUNB_REGF calls per regular block (on the resident path the
+  ! next one runs while this one is corrected), as at large N.
+  opt%nimax = 128
   call run_plummer(n, body, x, v, opt, r1, xa, va)
   call run_plummer(n, body, x, v, opt, r2, xb, vb)
   call check('determinism: same final positions', all(xa == xb), maxval(abs(xa - xb)))
