@@ -147,20 +147,16 @@ contains
   !> before it (a serial scan of 64k levels took ~200 us on the H100 box's
   !> Xeon, as long as the block's scheduling otherwise).
   subroutine scan_members(shallowest, act)
-    !$ use omp_lib, only: omp_get_num_threads, omp_get_thread_num
     integer, intent(in) :: shallowest
     integer, intent(inout) :: act(:)
     integer, allocatable :: before(:)
-    integer :: t, nt, lo, hi, c, i
+    integer :: t, nt, mt, lo, hi, c, i
     nt = 1
     !$ nt = scan_team_size()
     allocate(before(0:nt))
     before = 0
-    !$omp parallel num_threads(nt) default(shared) private(t, lo, hi, c, i)
-    t = 0
-    !$ t = omp_get_thread_num()
-    lo = int(int(t, int64) * n / nt) + 1
-    hi = int(int(t + 1, int64) * n / nt)
+    !$omp parallel num_threads(nt) default(shared) private(t, mt, lo, hi, c, i)
+    call team_share(t, mt, lo, hi)
     c = 0
     do i = lo, hi
       c = c + merge(1, 0, level(i) >= shallowest)
@@ -168,7 +164,7 @@ contains
     before(t + 1) = c
     !$omp barrier
     !$omp single
-    do i = 1, nt
+    do i = 1, mt
       before(i) = before(i) + before(i - 1)
     end do
     !$omp end single
@@ -189,34 +185,45 @@ contains
     !$ nt = max(1, min(omp_get_max_threads(), n / 2048))
   end function scan_team_size
 
+  !> This thread's number t, the size mt of the team it is in, and its share
+  !> lo..hi of the bodies 1..n.  From the team actually running, not the
+  !> size asked for: OpenMP may give fewer threads (OMP_DYNAMIC, a thread
+  !> limit), and shares sized for absent threads would leave bodies out.
+  subroutine team_share(t, mt, lo, hi)
+    !$ use omp_lib, only: omp_get_num_threads, omp_get_thread_num
+    integer, intent(out) :: t, mt, lo, hi
+    t = 0
+    mt = 1
+    !$ t = omp_get_thread_num()
+    !$ mt = omp_get_num_threads()
+    lo = int(int(t, int64) * n / mt) + 1
+    hi = int(int(t + 1, int64) * n / mt)
+  end subroutine team_share
+
   !> Every level list from LEVEL, ascending: each thread counts its share
   !> of LEVEL per level, then writes its members of each level after those
   !> of the shares before it (the lists come out as a serial pass would
   !> make them; serially the two passes over 64k bodies took ~200 us, a
   !> good part of a large block's scheduling on the H100 box's Xeon).
   subroutine rebuild_lists()
-    !$ use omp_lib, only: omp_get_thread_num
     integer, allocatable :: before(:,:)
-    integer :: t, nt, lo, hi, i, l, c
+    integer :: t, nt, mt, lo, hi, i, l, c
     nt = 1
     !$ nt = scan_team_size()
     allocate(before(maxlevel, 0:nt))
     before = 0
-    !$omp parallel num_threads(nt) default(shared) private(t, lo, hi, i, l, c)
-    t = 0
-    !$ t = omp_get_thread_num()
-    lo = int(int(t, int64) * n / nt) + 1
-    hi = int(int(t + 1, int64) * n / nt)
+    !$omp parallel num_threads(nt) default(shared) private(t, mt, lo, hi, i, l, c)
+    call team_share(t, mt, lo, hi)
     do i = lo, hi
       before(level(i), t + 1) = before(level(i), t + 1) + 1
     end do
     !$omp barrier
     !$omp single
-    do t = 1, nt
-      before(:, t) = before(:, t) + before(:, t - 1)
+    do i = 1, mt
+      before(:, i) = before(:, i) + before(:, i - 1)
     end do
     do l = 1, maxlevel
-      c = before(l, nt)
+      c = before(l, mt)
       if (size(levels(l)%idx) < c) then
         deallocate(levels(l)%idx)
         allocate(levels(l)%idx(max(c, 2 * size(levels(l)%idx))))
@@ -224,8 +231,6 @@ contains
       levels(l)%count = c
     end do
     !$omp end single
-    t = 0
-    !$ t = omp_get_thread_num()
     do i = lo, hi
       l = level(i)
       c = before(l, t) + 1
