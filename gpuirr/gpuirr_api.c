@@ -4,14 +4,10 @@
 #include "gpuirr_dispatch.h"
 
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 static _Thread_local char last_error[NB6_ERRMSG_LEN];
 
@@ -39,22 +35,6 @@ void gpuirr_close(gpuirr *g)
     nb6_free(g->rec);
     nb6_free(g->lists);
     free(g);
-}
-
-/* Ask for transparent huge pages where the kernels read at random (records
- * of list members, lists): with 4 KiB pages a million particles' records
- * span 16k pages and most neighbours would cost a TLB miss.  A hint only. */
-static void advise_huge_pages(void *p, size_t bytes)
-{
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const uintptr_t page = 4096;
-    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + bytes) & ~(page - 1);
-    if (p && b > a + (2u << 20))
-        (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)bytes;
-#endif
 }
 
 int gpuirr_open(gpuirr **out, int nmax, int lmax)
@@ -105,9 +85,6 @@ int gpuirr_open(gpuirr **out, int nmax, int lmax)
                            "gpuirr_open: out of host memory for nmax = %d, lmax = %d (%.1f MB of lists)",
                            nmax, lmax, (double)n * (double)lmax * sizeof(int) / 1e6);
     }
-    if (g->rec)
-        advise_huge_pages(g->rec, n * GPUIRR_REC * sizeof(float));
-    advise_huge_pages(g->lists, n * (size_t)lmax * sizeof(int));
     *out = g;
     return GPUIRR_OK;
 }
