@@ -122,7 +122,9 @@ GPUNB_API void gpunb_get_stats(const gpunb *nb, gpunb_stats *out);
 /* Store the predictor state of j-particle j (0-based, < capacity): position
  * x0, velocity v0, f_half = acc/2, fdot_sixth = jerk/6 at epoch t0, and mass
  * m >= 0.  Takes effect at the next gpunb_predict.  May be called from several
- * threads at once for distinct j. */
+ * threads at once for distinct j.  The records are the memory the GPUs copy
+ * from (pinned), so the first call after a gpunb_predict waits until that
+ * copy is done (usually long done). */
 GPUNB_API int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3],
                                   const double f_half[3], const double fdot_sixth[3],
                                   double m, double t0);

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,39 +20,50 @@ struct gpunb {
     gpunb_stats stats;
 
     /* Resident j-particles: per-record writes and flags only, so that
-     * gpunb_set_jparticle is safe from concurrent threads. */
-    gpunb_jrecords rec;
+     * gpunb_set_jparticle is safe from concurrent threads.  rec is the
+     * back-end's memory (pinned with CUDA): its predict copies the records
+     * from there, so a set is the whole cost of sending a particle. */
+    gpunb_jrecord *rec;
     unsigned char *known, *dirty;
     /* dirty[j]: record j changed since the last predict.  gpunb_predict
-     * gathers them into dirty_list by a scan of dirty[0..nj) that skips
-     * eight clean flags at a time (~nj/8 loads).  NBODY6 sets every
-     * corrected particle, ~10^8 calls per run at 64k, from all its threads:
-     * an append to one shared list (an atomic counter) cost ~100 ns a call
-     * there, a flag costs a store.  known_prefix: how many of the first
-     * records are known to be set. */
+     * counts them; when few changed it lists them (a scan that skips eight
+     * clean flags at a time) for a back-end to send just those.  NBODY6
+     * sets every corrected particle, ~10^8 calls per run at 64k, from all
+     * its threads: an append to one shared list (an atomic counter) cost
+     * ~100 ns a call there, a flag costs a store.  known_prefix: how many of
+     * the first records are known to be set. */
     int *dirty_list;
     int known_prefix;
+    /* The back-end may still be reading rec for the last predict: a set
+     * waits first (records_wait), so that no record changes under a copy. */
+    atomic_int records_busy;
+    _Atomic double lightest; /* smallest non-zero mass set (0: none) */
     int predicted;          /* the j-set is the prediction of the records */
-    double (*xp)[3], (*vp)[3]; /* host prediction, when the back-end has none */
+    double (*xp)[3], (*vp)[3], *mp; /* host prediction, when the back-end has none */
 
     /* The force between gpunb_regf_start and gpunb_regf_finish. */
     int in_flight, pending_ni, pending_lmax, pending_limit, pending_cap;
     double *pending_h2, *pending_dtr, (*pending_x)[3], (*pending_v)[3];
 };
 
+/* Before the back-end's state goes (its memory may hold rec). */
+static void free_records(gpunb *nb)
+{
+    if (nb->rec && nb->ops->free_records)
+        nb->ops->free_records(nb->state, nb->rec);
+    else
+        nb6_free(nb->rec);
+    nb->rec = NULL;
+}
+
 static void free_resident(gpunb *nb)
 {
-    nb6_free(nb->rec.x0);
-    nb6_free(nb->rec.v0);
-    nb6_free(nb->rec.f_half);
-    nb6_free(nb->rec.fdot_sixth);
-    nb6_free(nb->rec.m);
-    nb6_free(nb->rec.t0);
     nb6_free(nb->known);
     nb6_free(nb->dirty);
     nb6_free(nb->dirty_list);
     nb6_free(nb->xp);
     nb6_free(nb->vp);
+    nb6_free(nb->mp);
     nb6_free(nb->pending_h2);
     nb6_free(nb->pending_dtr);
     nb6_free(nb->pending_x);
@@ -61,23 +73,23 @@ static void free_resident(gpunb *nb)
 static int alloc_resident(gpunb *nb, int capacity)
 {
     size_t n = (size_t)capacity;
-    nb->rec.x0 = nb6_alloc(n * sizeof(double[3]));
-    nb->rec.v0 = nb6_alloc(n * sizeof(double[3]));
-    nb->rec.f_half = nb6_alloc(n * sizeof(double[3]));
-    nb->rec.fdot_sixth = nb6_alloc(n * sizeof(double[3]));
-    nb->rec.m = nb6_alloc(n * sizeof(double));
-    nb->rec.t0 = nb6_alloc(n * sizeof(double));
+    if (nb->ops->alloc_records)
+        nb->rec = nb->ops->alloc_records(nb->state, n * sizeof(gpunb_jrecord));
+    else
+        nb->rec = nb6_alloc_aligned(64, n * sizeof(gpunb_jrecord));
+    atomic_init(&nb->records_busy, 0);
+    atomic_init(&nb->lightest, 0.0);
     nb->known = nb6_alloc(n);
     nb->dirty = nb6_alloc(n);
     nb->dirty_list = nb6_alloc(n * sizeof(int));
     if (!nb->ops->predict) {
         nb->xp = nb6_alloc(n * sizeof(double[3]));
         nb->vp = nb6_alloc(n * sizeof(double[3]));
-        if (!nb->xp || !nb->vp)
+        nb->mp = nb6_alloc(n * sizeof(double));
+        if (!nb->xp || !nb->vp || !nb->mp)
             return 0;
     }
-    return nb->rec.x0 && nb->rec.v0 && nb->rec.f_half && nb->rec.fdot_sixth && nb->rec.m &&
-           nb->rec.t0 && nb->known && nb->dirty && nb->dirty_list;
+    return nb->rec && nb->known && nb->dirty && nb->dirty_list;
 }
 
 static _Thread_local char last_error[NB6_ERRMSG_LEN];
@@ -223,6 +235,7 @@ int gpunb_open(gpunb **out, int capacity, enum gpunb_backend_kind kind)
     nb->ops = ops;
     nb->capacity = capacity;
     if (!alloc_resident(nb, capacity)) {
+        free_records(nb);
         ops->close(nb->state);
         free_resident(nb);
         free(nb);
@@ -237,6 +250,9 @@ void gpunb_close(gpunb *nb)
 {
     if (!nb)
         return;
+    if (atomic_load(&nb->records_busy))
+        nb->ops->records_wait(nb->state);
+    free_records(nb);
     nb->ops->close(nb->state); /* waits for a force still in flight */
     free_resident(nb);
     free(nb);
@@ -376,14 +392,26 @@ int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3]
                           "gpunb_set_jparticle: m = %g of j-particle %d is not a finite non-negative mass", m, j);
     if (!isfinite(t0))
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_jparticle: t0 = %g of j-particle %d is not finite", t0, j);
-    for (int k = 0; k < 3; k++) {
-        nb->rec.x0[j][k] = x0[k];
-        nb->rec.v0[j][k] = v0[k];
-        nb->rec.f_half[j][k] = f_half[k];
-        nb->rec.fdot_sixth[j][k] = fdot_sixth[k];
+    if (atomic_load_explicit(&nb->records_busy, memory_order_acquire)) {
+        int st = nb->ops->records_wait(nb->state);
+        if (st != GPUNB_OK)
+            return st;
+        atomic_store_explicit(&nb->records_busy, 0, memory_order_release);
     }
-    nb->rec.m[j] = m;
-    nb->rec.t0[j] = t0;
+    gpunb_jrecord *r = &nb->rec[j];
+    for (int k = 0; k < 3; k++) {
+        r->x0[k] = x0[k];
+        r->v0[k] = v0[k];
+        r->f_half[k] = f_half[k];
+        r->fdot_sixth[k] = fdot_sixth[k];
+    }
+    r->m = m;
+    r->t0 = t0;
+    double lightest = atomic_load_explicit(&nb->lightest, memory_order_relaxed);
+    while (m > 0.0 && (lightest == 0.0 || m < lightest) &&
+           !atomic_compare_exchange_weak_explicit(&nb->lightest, &lightest, m, memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
     /* Stores only where the flag changes: a line of flags shared by threads
      * stays clean in their caches. */
     if (!nb->known[j])
@@ -399,16 +427,27 @@ __attribute__((optimize("fp-contract=off")))
 #endif
 static void host_predict(gpunb *nb, int nj, double t)
 {
-    const gpunb_jrecords *r = &nb->rec;
+    const gpunb_jrecord *rec = nb->rec;
 #pragma omp parallel for schedule(static) if (nj > 4096)
     for (int j = 0; j < nj; j++) {
-        double dt = t - r->t0[j];
+        const gpunb_jrecord *r = &rec[j];
+        double dt = t - r->t0;
         for (int k = 0; k < 3; k++) {
-            double a2 = r->f_half[j][k], j6 = r->fdot_sixth[j][k];
-            nb->xp[j][k] = r->x0[j][k] + dt * (r->v0[j][k] + dt * (a2 + dt * j6));
-            nb->vp[j][k] = r->v0[j][k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
+            double a2 = r->f_half[k], j6 = r->fdot_sixth[k];
+            nb->xp[j][k] = r->x0[k] + dt * (r->v0[k] + dt * (a2 + dt * j6));
+            nb->vp[j][k] = r->v0[k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
         }
+        nb->mp[j] = r->m;
     }
+}
+
+/* How many of flag[0..n) are set (each 0 or 1). */
+static int count_dirty(const unsigned char *flag, int n)
+{
+    int count = 0;
+    for (int j = 0; j < n; j++)
+        count += flag[j];
+    return count;
 }
 
 /* Indices j < n with flag[j] set, ascending, into list; returns how many. */
@@ -450,21 +489,31 @@ int gpunb_predict(gpunb *nb, int nj, double t)
         return gpunb_fail(GPUNB_EUSAGE,
                           "gpunb_predict: j-particle %d of 0..%d was never set with gpunb_set_jparticle",
                           nb->known_prefix, nj - 1);
-    /* The changed records inside the j-set; those beyond nj wait. */
-    ndirty = gather_dirty(nb->dirty, nj, nb->dirty_list);
+    /* The changed records inside the j-set; those beyond nj wait.  When a
+     * quarter or more changed, the back-end copies them all: a list would
+     * cost more than the records it spares. */
+    ndirty = count_dirty(nb->dirty, nj);
+    const int listed = ndirty < nj / 4;
+    if (listed)
+        gather_dirty(nb->dirty, nj, nb->dirty_list);
     nb->nj = 0;
     nb->predicted = 0;
     if (nb->ops->predict) {
-        st = nb->ops->predict(nb->state, nj, t, &nb->rec, ndirty, nb->dirty_list);
+        st = nb->ops->predict(nb->state, nj, t, nb->rec, ndirty, listed ? nb->dirty_list : NULL,
+                              atomic_load(&nb->lightest));
+        atomic_store(&nb->records_busy, 1); /* also after a failure half-way */
     } else {
         host_predict(nb, nj, t);
-        st = nb->ops->send(nb->state, nj, nb->rec.m, (const double(*)[3])nb->xp,
+        st = nb->ops->send(nb->state, nj, nb->mp, (const double(*)[3])nb->xp,
                            (const double(*)[3])nb->vp);
     }
     if (st != GPUNB_OK) /* the list stays: upload again next time */
         return st;
-    for (int k = 0; k < ndirty; k++)
-        nb->dirty[nb->dirty_list[k]] = 0;
+    if (listed)
+        for (int k = 0; k < ndirty; k++)
+            nb->dirty[nb->dirty_list[k]] = 0;
+    else
+        memset(nb->dirty, 0, (size_t)nj);
     nb->nj = nj;
     nb->predicted = 1;
     nb->stats.send_calls++;

@@ -11,7 +11,16 @@
 #include "gpunb.h"
 #include "nb6_common.h"
 
-struct gpunb_jrecords;
+/* A resident j-particle's predictor state as the host keeps it: position,
+ * velocity, acc/2 and jerk/6 at epoch t0, and mass.  One array of these is
+ * both what gpunb_set_jparticle writes and what a back-end's predict copies
+ * to its device as is (no packing), so a record is two whole cache lines:
+ * a write touches only its own lines, and the layout is the device's. */
+typedef struct gpunb_jrecord {
+    double x0[3], v0[3], f_half[3], fdot_sixth[3];
+    double m, t0;
+    double unused[2];
+} gpunb_jrecord;
 
 typedef struct gpunb_backend_ops {
     const char *name; /* "reference", "cpu", "cuda" */
@@ -36,11 +45,21 @@ typedef struct gpunb_backend_ops {
 
     /* Resident j-particles and the asynchronous force (optional: when NULL,
      * gpunb_api.c predicts on the host, sends, and computes at finish). */
+    /* Host memory for the records (gpunb_jrecord, 64-byte aligned) that
+     * predict may read after it returns, e.g. pinned for DMA; optional,
+     * else nb6_alloc_aligned. */
+    void *(*alloc_records)(void *state, size_t bytes);
+    void (*free_records)(void *state, void *records);
     /* Predict records 0..nj-1 to t and make them the j-set; the ndirty
-     * records dirty[] (ascending) changed since the last call (all on the
-     * first). */
-    int (*predict)(void *state, int nj, double t, const struct gpunb_jrecords *rec, int ndirty,
-                   const int *dirty);
+     * records dirty[] (ascending) changed since the last call; dirty = NULL:
+     * any of 0..nj-1 may have changed.  lightest: the smallest non-zero
+     * mass ever set (0 if none).  May go on reading rec after it returns,
+     * until records_wait. */
+    int (*predict)(void *state, int nj, double t, const gpunb_jrecord *rec, int ndirty,
+                   const int *dirty, double lightest);
+    /* Wait until predict has read the records (required with predict).
+     * Called from any thread, several at once. */
+    int (*records_wait)(void *state);
     /* Launch the force on j-set members j_index[0..ni-1]; do not wait. */
     int (*regf_start)(void *state, int ni, const int *j_index, const double *h2,
                       const double *dtr, int lmax, int limit);
@@ -50,12 +69,6 @@ typedef struct gpunb_backend_ops {
     /* i-particles recomputed by a more precise kernel so far (optional). */
     long long (*i_redone)(const void *state);
 } gpunb_backend_ops;
-
-/* Host copy of the resident j-particles' predictor state (capacity entries). */
-typedef struct gpunb_jrecords {
-    double (*x0)[3], (*v0)[3], (*f_half)[3], (*fdot_sixth)[3];
-    double *m, *t0;
-} gpunb_jrecords;
 
 /* Back-ends compiled into this build. */
 NB6_INTERNAL extern const gpunb_backend_ops gpunb_backend_cpu; /* reference, double */

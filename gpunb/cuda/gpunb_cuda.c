@@ -78,6 +78,7 @@ typedef struct cuda_gpu {
     cudaStream_t stream, side;     /* side: the gathering kernel, beside the reduction */
     cudaEvent_t ev_force0, ev_force1; /* timing of the force kernel */
     cudaEvent_t ev_fork, ev_join;     /* side waits for the force, stream for side */
+    cudaEvent_t ev_records;           /* the host's records copied (predict) */
     /* this GPU's part of the current j-set: j0 .. j0 + nj - 1 */
     int j0, nj;
     long long ntiles;
@@ -92,8 +93,9 @@ typedef struct cuda_gpu {
     long list_ints;
     int busy;           /* has work in the current call                  */
     /* Resident j-particles (gpunb_predict): the records of this GPU's j range,
-     * and a pinned staging area for the changed ones (records, then their
-     * local indices), both for rec_cap records; allocated at the first predict. */
+     * and a pinned staging area for a few changed ones (records, then their
+     * local indices), both for rec_cap records; allocated at the first
+     * predict.  Many changed: the range is copied from the host's records. */
     gpunb_cuda_jrec *d_rec;
     unsigned char *d_stage, *h_stage;
     long rec_cap;
@@ -127,7 +129,7 @@ typedef struct cuda_state {
      * none yet, or a failed predict), predicts since the origin was chosen,
      * and the host records and time of the last predict. */
     int rec_nj, origin_age;
-    const gpunb_jrecords *rec;
+    const gpunb_jrecord *rec;
     double t_pred;
     int4 *h_iidx; /* pinned, NI_CHUNK */
     /* The force between regf_start and regf_finish. */
@@ -203,6 +205,8 @@ static void free_gpu(cuda_gpu *g)
         cudaEventDestroy(g->ev_fork);
     if (g->ev_join)
         cudaEventDestroy(g->ev_join);
+    if (g->ev_records)
+        cudaEventDestroy(g->ev_records);
     if (g->stream)
         cudaStreamDestroy(g->stream);
     if (g->side)
@@ -281,6 +285,7 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
     CHECK(g, cudaEventCreate(&g->ev_force1));
     CHECK(g, cudaEventCreateWithFlags(&g->ev_fork, cudaEventDisableTiming));
     CHECK(g, cudaEventCreateWithFlags(&g->ev_join, cudaEventDisableTiming));
+    CHECK(g, cudaEventCreateWithFlags(&g->ev_records, cudaEventDisableTiming));
     CHECK(g, cudaMalloc((void **)&g->d_jpos, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_jvel, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_jlo, jbytes));
@@ -419,26 +424,29 @@ static double on_grid(double c, double spread, int shift)
 /* The origin of the float coordinates: the centre of mass (ghosts have no
  * mass and sit at 1e6, so they do not pull it away), or the plain mean of a
  * massless set, on the grid of on_grid; and the smallest non-zero mass. */
-static void choose_origin(cuda_state *s, int nj, const double *m, const double (*x)[3],
-                          const double (*v)[3])
+/* m[j * stride], x[j * stride + c], v[j * stride + c]: the j-set's arrays
+ * (stride 1 and 3) or the resident records (one stride for all). */
+static void choose_origin(cuda_state *s, int nj, const double *m, const double *x, const double *v,
+                          size_t mstride, size_t stride)
 {
     double mt = 0, sx = 0, sv = 0, cx[3] = {0, 0, 0}, cv[3] = {0, 0, 0}, min_mass = 0.0;
     for (int pass = 0; pass < 2 && !(mt > 0.0); pass++) { /* pass 1: a massless set, weight 1 */
         double mt_ = 0, sx_ = 0, sv_ = 0, x0 = 0, x1 = 0, x2 = 0, v0 = 0, v1 = 0, v2 = 0;
 #pragma omp parallel for if (nj > 16384) schedule(static) reduction(+ : mt_, sx_, sv_, x0, x1, x2, v0, v1, v2)
         for (int j = 0; j < nj; j++) {
-            const double w = pass ? 1.0 : m[j];
+            const double w = pass ? 1.0 : m[j * mstride];
             if (w == 0.0) /* a ghost far away: not even 0 * inf */
                 continue;
+            const double *xj = x + j * stride, *vj = v + j * stride;
             mt_ += w;
-            x0 += w * x[j][0];
-            x1 += w * x[j][1];
-            x2 += w * x[j][2];
-            v0 += w * v[j][0];
-            v1 += w * v[j][1];
-            v2 += w * v[j][2];
-            sx_ += w * (x[j][0] * x[j][0] + x[j][1] * x[j][1] + x[j][2] * x[j][2]);
-            sv_ += w * (v[j][0] * v[j][0] + v[j][1] * v[j][1] + v[j][2] * v[j][2]);
+            x0 += w * xj[0];
+            x1 += w * xj[1];
+            x2 += w * xj[2];
+            v0 += w * vj[0];
+            v1 += w * vj[1];
+            v2 += w * vj[2];
+            sx_ += w * (xj[0] * xj[0] + xj[1] * xj[1] + xj[2] * xj[2]);
+            sv_ += w * (vj[0] * vj[0] + vj[1] * vj[1] + vj[2] * vj[2]);
         }
         mt = mt_, sx = sx_, sv = sv_;
         cx[0] = x0, cx[1] = x1, cx[2] = x2, cv[0] = v0, cv[1] = v1, cv[2] = v2;
@@ -456,8 +464,8 @@ static void choose_origin(cuda_state *s, int nj, const double *m, const double (
         s->vorigin[c] = on_grid(cv[c], rv, 2);
     }
     for (int j = 0; j < nj; j++)
-        if (m[j] > 0.0 && (min_mass == 0.0 || m[j] < min_mass))
-            min_mass = m[j];
+        if (m[j * mstride] > 0.0 && (min_mass == 0.0 || m[j * mstride] < min_mass))
+            min_mass = m[j * mstride];
     s->min_mass = min_mass;
 }
 
@@ -479,7 +487,7 @@ static int cuda_send(void *state, int nj, const double *m, const double (*x)[3],
 {
     cuda_state *s = state;
 
-    choose_origin(s, nj, m, x, v);
+    choose_origin(s, nj, m, &x[0][0], &v[0][0], 1, 3);
     s->origin_age = ORIGIN_REFRESH; /* the next predict chooses its own */
     split_jset(s, nj);
     for (int k = 0; k < s->ngpu; k++) {
@@ -902,14 +910,42 @@ static int ensure_records(cuda_state *s, cuda_gpu *g)
     return GPUNB_OK;
 }
 
-static void pack_record(gpunb_cuda_jrec *r, const gpunb_jrecords *rec, int j)
+_Static_assert(sizeof(gpunb_cuda_jrec) == sizeof(gpunb_jrecord) &&
+                   offsetof(gpunb_cuda_jrec, x0) == offsetof(gpunb_jrecord, x0) &&
+                   offsetof(gpunb_cuda_jrec, v0) == offsetof(gpunb_jrecord, v0) &&
+                   offsetof(gpunb_cuda_jrec, f_half) == offsetof(gpunb_jrecord, f_half) &&
+                   offsetof(gpunb_cuda_jrec, fdot_sixth) == offsetof(gpunb_jrecord, fdot_sixth) &&
+                   offsetof(gpunb_cuda_jrec, m) == offsetof(gpunb_jrecord, m) &&
+                   offsetof(gpunb_cuda_jrec, t0) == offsetof(gpunb_jrecord, t0),
+               "the GPU's record must be the host's gpunb_jrecord");
+
+/* The host's records, pinned: the GPUs copy them by DMA straight from where
+ * gpunb_set_jparticle wrote them. */
+static void *cuda_alloc_records(void *state, size_t bytes)
 {
-    memcpy(r->x0, rec->x0[j], sizeof r->x0);
-    memcpy(r->v0, rec->v0[j], sizeof r->v0);
-    memcpy(r->f_half, rec->f_half[j], sizeof r->f_half);
-    memcpy(r->fdot_sixth, rec->fdot_sixth[j], sizeof r->fdot_sixth);
-    r->m = rec->m[j];
-    r->t0 = rec->t0[j];
+    void *p = NULL;
+    (void)state;
+    if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess)
+        return NULL;
+    memset(p, 0, bytes);
+    return p;
+}
+
+static void cuda_free_records(void *state, void *records)
+{
+    (void)state;
+    cudaFreeHost(records);
+}
+
+static int cuda_records_wait(void *state)
+{
+    cuda_state *s = state;
+    for (int k = 0; k < s->ngpu; k++) {
+        cuda_gpu *g = &s->gpu[k];
+        CHECK(g, cudaSetDevice(g->device));
+        CHECK(g, cudaEventSynchronize(g->ev_records));
+    }
+    return GPUNB_OK;
 }
 
 /* The first k with sorted[k] >= value (n if none). */
@@ -926,37 +962,34 @@ static int first_at_least(const int *sorted, int n, int value)
     return lo;
 }
 
-/* Upload the changed records of GPU g's range (all of them when `full`),
- * then predict its whole range into its float j-set; asynchronous. */
-static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecords *rec, int ndirty,
-                       const int *dirty, int full)
+/* Upload the changed records of GPU g's range (the whole range when
+ * dirty is NULL), then predict its whole range into its float j-set;
+ * asynchronous: ev_records tells when the host's records have been read. */
+static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord *rec, int ndirty,
+                       const int *dirty)
 {
     gpunb_cuda_jrec *staged;
     int st, n = 0;
 
     CHECK(g, cudaSetDevice(g->device));
-    CHECK(g, cudaStreamSynchronize(g->stream)); /* the staging area is free */
     if ((st = ensure_records(s, g)) != GPUNB_OK)
         return st;
-    staged = (gpunb_cuda_jrec *)g->h_stage;
-    if (full) {
-        n = g->nj;
-#pragma omp parallel for if (n > 16384) schedule(static)
-        for (int q = 0; q < n; q++)
-            pack_record(&staged[q], rec, g->j0 + q);
-        if (n > 0)
-            CHECK(g, cudaMemcpyAsync(g->d_rec, staged, sizeof(gpunb_cuda_jrec) * (size_t)n,
+    if (!dirty) {
+        /* In a Plummer run most of N changes between two regular blocks:
+         * a DMA of the whole range costs the host nothing. */
+        if (g->nj > 0)
+            CHECK(g, cudaMemcpyAsync(g->d_rec, rec + g->j0, sizeof(gpunb_cuda_jrec) * (size_t)g->nj,
                                      cudaMemcpyHostToDevice, g->stream));
     } else {
-        /* dirty is ascending: this GPU's records are one run of it.  In a
-         * Plummer run most of N changes between two regular blocks (50 000
-         * records at 64k), a millisecond of packing on one thread. */
+        CHECK(g, cudaStreamSynchronize(g->stream)); /* the staging area is free */
+        staged = (gpunb_cuda_jrec *)g->h_stage;
+        /* dirty is ascending: this GPU's records are one run of it. */
         const int lo = first_at_least(dirty, ndirty, g->j0), hi = first_at_least(dirty, ndirty, g->j0 + g->nj);
         n = hi - lo;
         int *index = (int *)(staged + n);
 #pragma omp parallel for if (n > 4096) schedule(static)
         for (int q = 0; q < n; q++) {
-            pack_record(&staged[q], rec, dirty[lo + q]);
+            memcpy(&staged[q], &rec[dirty[lo + q]], sizeof staged[q]);
             index[q] = dirty[lo + q] - g->j0;
         }
         if (n > 0) {
@@ -967,6 +1000,7 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
                                                g->stream));
         }
     }
+    CHECK(g, cudaEventRecord(g->ev_records, g->stream));
     gpunb_cuda_origin o;
     memcpy(o.x, s->origin, sizeof o.x);
     memcpy(o.v, s->vorigin, sizeof o.v);
@@ -978,28 +1012,28 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
 /* The GPUs keep the records of their j ranges (uploaded in full when the
  * split changes, else only the changed ones) and predict them themselves:
  * no host prediction, no upload of the j-set. */
-static int cuda_predict(void *state, int nj, double t, const gpunb_jrecords *rec, int ndirty,
-                        const int *dirty)
+static int cuda_predict(void *state, int nj, double t, const gpunb_jrecord *rec, int ndirty,
+                        const int *dirty, double lightest)
 {
     cuda_state *s = state;
-    const int full = s->rec_nj != nj;
     int st;
 
+    const int full = s->rec_nj != nj;
+    if (full) /* a new split (or a failed call): every record to its GPU */
+        dirty = NULL;
     s->rec_nj = -1; /* until this call has succeeded */
     if (full || s->origin_age >= ORIGIN_REFRESH) {
-        choose_origin(s, nj, rec->m, (const double(*)[3])rec->x0, (const double(*)[3])rec->v0);
+        const size_t stride = sizeof(gpunb_jrecord) / sizeof(double);
+        choose_origin(s, nj, &rec[0].m, &rec[0].x0[0], &rec[0].v0[0], stride, stride);
         s->origin_age = 0;
-    } else {
-        for (int k = 0; k < ndirty; k++) { /* a lighter particle tightens the error bound */
-            const double m = rec->m[dirty[k]];
-            if (m > 0.0 && (s->min_mass == 0.0 || m < s->min_mass))
-                s->min_mass = m;
-        }
     }
+    /* a lighter particle tightens the error bound */
+    if (lightest > 0.0 && (s->min_mass == 0.0 || lightest < s->min_mass))
+        s->min_mass = lightest;
     split_jset(s, nj);
     for (int k = 0; k < s->ngpu; k++)
         if (s->gpu[k].ntiles > 0 &&
-            (st = predict_gpu(s, &s->gpu[k], t, rec, ndirty, dirty, full)) != GPUNB_OK)
+            (st = predict_gpu(s, &s->gpu[k], t, rec, ndirty, dirty)) != GPUNB_OK)
             return st;
     s->nj = nj;
     s->rec_nj = nj;
@@ -1016,15 +1050,14 @@ __attribute__((optimize("fp-contract=off")))
 #endif
 static void predict_pending_on_host(cuda_state *s)
 {
-    const gpunb_jrecords *r = s->rec;
     const double t = s->t_pred;
     for (int i = 0; i < s->p_ni; i++) {
-        const int j = s->p_jidx[i];
-        const double dt = t - r->t0[j];
+        const gpunb_jrecord *r = &s->rec[s->p_jidx[i]];
+        const double dt = t - r->t0;
         for (int k = 0; k < 3; k++) {
-            const double a2 = r->f_half[j][k], j6 = r->fdot_sixth[j][k];
-            s->p_xi[i][k] = r->x0[j][k] + dt * (r->v0[j][k] + dt * (a2 + dt * j6));
-            s->p_vi[i][k] = r->v0[j][k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
+            const double a2 = r->f_half[k], j6 = r->fdot_sixth[k];
+            s->p_xi[i][k] = r->x0[k] + dt * (r->v0[k] + dt * (a2 + dt * j6));
+            s->p_vi[i][k] = r->v0[k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
         }
     }
     s->p_have_x = 1;
@@ -1124,7 +1157,10 @@ const gpunb_backend_ops gpunb_backend_cuda = {
     .close = cuda_close,
     .send = cuda_send,
     .regf = cuda_regf,
+    .alloc_records = cuda_alloc_records,
+    .free_records = cuda_free_records,
     .predict = cuda_predict,
+    .records_wait = cuda_records_wait,
     .regf_start = cuda_regf_start,
     .regf_finish = cuda_regf_finish,
     .i_redone = cuda_i_redone,

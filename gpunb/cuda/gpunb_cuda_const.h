@@ -82,11 +82,13 @@ typedef struct gpunb_cuda_result {
     int off;
 } gpunb_cuda_result;
 
-/* A resident j-particle's predictor state on the GPU, as the host keeps it
- * (gpunb_jrecords): position, velocity, acc/2, jerk/6 at epoch t0, mass. */
+/* A resident j-particle's predictor state on the GPU: position, velocity,
+ * acc/2, jerk/6 at epoch t0, mass.  The layout of the host's gpunb_jrecord
+ * (gpunb_cuda.c checks it), so records are copied without packing. */
 typedef struct gpunb_cuda_jrec {
     double x0[3], v0[3], f_half[3], fdot_sixth[3];
     double m, t0;
+    double unused[2];
 } gpunb_cuda_jrec;
 
 /* The origin of the float coordinates (position and velocity). */

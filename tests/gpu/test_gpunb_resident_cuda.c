@@ -1,8 +1,10 @@
 /* test_gpunb_resident_cuda.c -- the CUDA back-end's native extended path
  * (records resident on the GPU, prediction on the GPU, i gathered on the GPU,
  * asynchronous regular force) on fresh random clusters: NJ 3000, 128k and 1M,
- * NI 1 .. 2048, a few records changed between predictions, host work between
- * gpunb_regf_start and gpunb_regf_finish.  Checked on a sample of each block
+ * NI 1 .. 2048, a few records or half of them changed between predictions
+ * (the back-end sends a list of records, or copies the whole set), records
+ * changed right after a prediction (they must not reach the force it
+ * starts), host work between gpunb_regf_start and gpunb_regf_finish.  Checked on a sample of each block
  * against a double-precision reference computed here from the test's own
  * prediction of the records (lists up to boundary-ambiguous members, whose
  * terms are moved before the forces are compared), and against the legacy
@@ -354,18 +356,27 @@ static void compare_legacy(gpunb *leg, const jset *s, const block *b, const char
 
 /* One block: predict (after `changed` corrected records), start, host work
  * (the reference), finish, compare. */
-static void run_block(gpunb *nb, gpunb *leg, jset *s, double t, int ni, int changed, const char *what)
+/* `late` records are corrected between gpunb_predict and gpunb_regf_start
+ * (as a caller may while the records are still being copied): the test's
+ * prediction xp, which the checks use, stays that of the earlier records. */
+static void run_block(gpunb *nb, gpunb *leg, jset *s, double t, int ni, int changed, int late)
 {
     char label[160];
     block b;
     static ref r;
-    snprintf(label, sizeof label, "NJ=%d NI=%d %s", s->n, ni, what);
+    if (!changed)
+        snprintf(label, sizeof label, "NJ=%d NI=%d (all records new)", s->n, ni);
+    else
+        snprintf(label, sizeof label, "NJ=%d NI=%d (%d changes%s)", s->n, ni, changed,
+                 late ? ", more after predict" : "");
     if (changed)
         correct_some(s, nb, changed, t - 0.001);
     predict_all(s, t);
     block_make(&b, s, ni, 50.0);
     double t0 = now();
     int st = gpunb_predict(nb, s->n, t);
+    if (late)
+        correct_some(s, nb, late, t - 0.0005);
     double t1 = now();
     if (TL_CHECK(st == GPUNB_OK, "%s: predict: %s", label, gpunb_last_error()) &&
         TL_CHECK(gpunb_regf_start(nb, ni, b.ji, b.h2, b.dtr, b.lmax, b.nbmax) == GPUNB_OK, "%s: start: %s",
@@ -401,9 +412,12 @@ static void run_set(int n, const int *nis, int nni, int with_legacy, const char 
         printf(" GPU_LIST=\"%s\": %s\n", gpu_list, gpunb_backend_description(nb));
     for (int j = 0; j < n; j++)
         set_record(nb, &s, j);
+    /* Block 2 changes half the records (a copy of all, no list); block 1
+     * changes records right after its prediction, on one GPU (with several
+     * the i are predicted on the host from the records at start). */
     double t = 0.004;
     for (int k = 0; k < nni; k++, t += 0.002)
-        run_block(nb, leg, &s, t, nis[k], k ? 20 : 0, k ? "(20 records changed)" : "(all records new)");
+        run_block(nb, leg, &s, t, nis[k], k == 0 ? 0 : k == 2 ? n / 2 : 20, k == 1 && !gpu_list ? 50 : 0);
 done:
     gpunb_close(nb);
     gpunb_close(leg);
