@@ -12,6 +12,7 @@ module ac_forces
   implicit none
   private
   public :: forces_open, forces_close, regular_chunk, regular_chunk_start, regular_chunk_finish
+  public :: regular_chunk_collect, regular_chunk_lists
   public :: initial_forces, send_particle, upload_stale_jparticles
   public :: xi, vi, gacc, gjrk, listgp, gf, gfd
 
@@ -24,9 +25,10 @@ module ac_forces
   real(dp), allocatable :: h2r(:), dtrr(:), xr(:,:), vr(:,:), ar(:,:), jr(:,:), pr(:)
   integer(c_int), allocatable :: listr(:,:)
 
-  !> Resident path: body i was corrected since its last GPUNB_SET_JP.  GPUNB
-  !> reads its records only at GPUNB_PREDICT (blocks with regular bodies), so
-  !> a body corrected several times in between is sent once, not per step.
+  !> Resident path, -setjp block: body i was corrected since its last
+  !> GPUNB_SET_JP.  GPUNB reads its records only at GPUNB_PREDICT (blocks
+  !> with regular bodies), so a body corrected several times in between is
+  !> sent once, not per step.
   logical, allocatable :: jp_stale(:)
 
   !> Retries with a radius 1.5 times larger before an empty list is taken.
@@ -58,20 +60,29 @@ contains
     if (allocated(jp_stale)) deallocate(jp_stale)
   end subroutine forces_close
 
-  !> Hand body i's corrected state to GPUIRR (F, FDOT are acc/2, jerk/6);
-  !> when GPUNB keeps the j-particles, mark it for the next upload.  Called
-  !> concurrently for distinct i.
+  !> Hand body i's corrected state to GPUIRR (F, FDOT are acc/2, jerk/6),
+  !> and to GPUNB when it keeps the j-particles: at once (-setjp step; its
+  !> record is the memory GPUNB_PREDICT copies to the GPU, so this store is
+  !> the whole upload, made while the body's state is in this core's
+  !> cache), or flagged for upload_stale_jparticles.  Called concurrently
+  !> for distinct i.
   subroutine send_particle(i)
     integer, intent(in) :: i
     integer(c_int) :: ii
     ii = i
     call gpuirr_set_jp(ii, x0(:,i), x0dot(:,i), f(:,i), fdot(:,i), body(i), t0(i))
-    if (resident) jp_stale(i) = .true.
+    if (resident) then
+      if (setjp_per_step) then
+        call gpunb_set_jp(ii, x0(:,i), x0dot(:,i), f(:,i), fdot(:,i), body(i), t0(i))
+      else
+        jp_stale(i) = .true.
+      end if
+    end if
   end subroutine send_particle
 
-  !> Resident path, just before GPUNB_PREDICT: GPUNB_SET_JP for the bodies
-  !> corrected since the last upload (an O(N) scan of flags and O(changed)
-  !> calls; GPUNB_SET_JP is thread-safe for distinct j).
+  !> Resident path, -setjp block, just before GPUNB_PREDICT: GPUNB_SET_JP for
+  !> the bodies corrected since the last upload (an O(N) scan of flags and
+  !> O(changed) calls; GPUNB_SET_JP is thread-safe for distinct j).
   subroutine upload_stale_jparticles()
     integer :: i
     integer(c_int) :: ii
@@ -135,35 +146,38 @@ contains
     wall_regular = wall_regular + (wall_seconds() - t)
   end subroutine regular_chunk_start
 
-  !> Collect the chunk's force (async: GPUNB_REGF_FINISH).  A column that
-  !> overflows (negative count) is recomputed with RS * 0.9; one with no
-  !> neighbour (count 1, self only) with RS * 1.5 when grow_empty (FPOLY0's
-  !> rule).  Only the failed bodies are recomputed.  On return xi, vi hold
-  !> the predicted state, gacc, gjrk the regular force, listgp(:,ll) the list
-  !> in NBODY6 LIST format (1-based, self removed), GPUIRR has it
-  !> (GPUIRR_SET_LIST), and nnb(i) is its length.
+  !> Collect the chunk's force: regular_chunk_collect, regular_chunk_lists.
+  !> On return xi, vi hold the predicted state, gacc, gjrk the regular
+  !> force, listgp(:,ll) the list in NBODY6 LIST format (1-based, self
+  !> removed), GPUIRR has it (GPUIRR_SET_LIST), and nnb(i) is its length.
   subroutine regular_chunk_finish(ni, idx, grow_empty, async)
     integer, intent(in) :: ni
     integer, intent(in), contiguous :: idx(:)
     logical, intent(in) :: grow_empty, async
-    integer :: ll, i, k, nfail, c, growths, l1, l, item
+    call regular_chunk_collect(ni, idx, grow_empty, async)
+    call regular_chunk_lists(ni, idx, async)
+  end subroutine regular_chunk_finish
+
+  !> The chunk's force and raw lists (async: GPUNB_REGF_FINISH) into gacc,
+  !> gjrk, gpot, listgp.  A column that overflows (negative count) is
+  !> recomputed with RS * 0.9; one with no neighbour (count 1, self only)
+  !> with RS * 1.5 when grow_empty (FPOLY0's rule).  Only the failed bodies
+  !> are recomputed.  Touches no body's state but the failed ones' RS, so
+  !> on the resident path it may come before the irregular corrector.
+  subroutine regular_chunk_collect(ni, idx, grow_empty, async)
+    integer, intent(in) :: ni
+    integer, intent(in), contiguous :: idx(:)
+    logical, intent(in) :: grow_empty, async
+    integer :: ll, k, nfail, c, growths
     integer(c_int) :: nic, lm, nbm
     integer(c_int) :: fail(nimax), jfail(nimax)
     real(dp) :: t
     logical :: retry
+    integer :: i
 
     t = wall_seconds()
     nic = ni; lm = lmax; nbm = nbmax
-    if (async) then
-      call gpunb_regf_finish(gacc, gjrk, gpot, listgp)
-      ! regular_chunk_start gathered them for the synchronous path.
-      !$omp parallel do if (ni >= 64) schedule(static) private(ll)
-      do ll = 1, ni
-        xi(:,ll) = x(:,idx(ll))
-        vi(:,ll) = xdot(:,idx(ll))
-      end do
-      !$omp end parallel do
-    end if
+    if (async) call gpunb_regf_finish(gacc, gjrk, gpot, listgp)
     growths = 0
     do
       nfail = 0
@@ -190,7 +204,10 @@ contains
         ll = fail(k)
         jfail(k) = idx(ll)
         h2r(k) = rs(idx(ll))**2 / bodym
-        dtrr(k) = dtr(ll); xr(:,k) = xi(:,ll); vr(:,k) = vi(:,ll)
+        dtrr(k) = dtr(ll)
+        if (.not. async) then
+          xr(:,k) = xi(:,ll); vr(:,k) = vi(:,ll)
+        end if
       end do
       nic = nfail
       if (async) then
@@ -211,12 +228,27 @@ contains
       end do
     end do
     wall_regular = wall_regular + (wall_seconds() - t)
+  end subroutine regular_chunk_collect
 
-    ! GPU indices are 0-based into the j-set (IFIRST = 1 here): add 1, drop
-    ! self, hand the list to GPUIRR (concurrent SET_LIST with distinct i).
+  !> After regular_chunk_collect: the predicted state into xi, vi (async;
+  !> regular_chunk_start gathered it on the synchronous path), and the lists
+  !> to NBODY6's format, nnb and GPUIRR.  GPU indices are 0-based into the
+  !> j-set (IFIRST = 1 here): add 1, drop self, hand the list to GPUIRR
+  !> (concurrent SET_LIST with distinct i).
+  subroutine regular_chunk_lists(ni, idx, async)
+    integer, intent(in) :: ni
+    integer, intent(in), contiguous :: idx(:)
+    logical, intent(in) :: async
+    integer :: ll, i, c, l1, l, item
+    real(dp) :: t
+
     t = wall_seconds()
     !$omp parallel do if (ni >= 64) schedule(static) private(ll, i, l1, l, item, c)
     do ll = 1, ni
+      if (async) then
+        xi(:,ll) = x(:,idx(ll))
+        vi(:,ll) = xdot(:,idx(ll))
+      end if
       i = idx(ll)
       c = listgp(1,ll)
       l1 = 1
@@ -233,7 +265,7 @@ contains
     end do
     !$omp end parallel do
     wall_corr_reg = wall_corr_reg + (wall_seconds() - t)
-  end subroutine regular_chunk_finish
+  end subroutine regular_chunk_lists
 
   subroutine set_list(i, column)
     integer, intent(in) :: i

@@ -20,8 +20,8 @@ module ac_integrator
   use ac_state
   use ac_blocks, only: blocks_next, blocks_move
   use ac_correct, only: predict_body, irregular_correct, regular_correct
-  use ac_forces, only: regular_chunk_start, regular_chunk_finish, send_particle, xi, vi, gacc, gjrk, &
-      listgp, gf, gfd, upload_stale_jparticles
+  use ac_forces, only: regular_chunk_start, regular_chunk_finish, regular_chunk_collect, &
+      regular_chunk_lists, send_particle, upload_stale_jparticles, xi, vi, gacc, gjrk, listgp, gf, gfd
   use ac_clock, only: wall_seconds
   use ac_profile, only: profile_block, nphase
   implicit none
@@ -58,6 +58,7 @@ contains
     integer(int64) :: nbs
     integer(c_int) :: nc, one, nn
     real(dp) :: t, xp(3), vp(3), sold, spent(nphase), lap_start
+    logical :: early
 
     spent = 0
     lap_start = wall_seconds()
@@ -82,7 +83,7 @@ contains
     call lap(1)
     if (resident .and. nreg > 0) then
       t = wall_seconds()
-      call upload_stale_jparticles()
+      if (.not. setjp_per_step) call upload_stale_jparticles()
       call gpunb_predict(nn, time)
       wall_upload = wall_upload + (wall_seconds() - t)
       wall_regular = wall_regular + (wall_seconds() - t)
@@ -99,6 +100,17 @@ contains
     call gpuirr_firr_vec(nc, act, gfa, gfda)
     wall_irregular = wall_irregular + (wall_seconds() - t)
     call lap(2)
+
+    ! Resident path, several chunks: collect the first now and start the
+    ! second, which the GPU then computes during the irregular corrector
+    ! (collecting touches no state the corrector reads; the lists and the
+    ! regular corrector of the chunk wait for it).
+    early = resident .and. nreg > nimax
+    if (early) then
+      call regular_chunk_collect(nimax, ireg, .false., .true.)
+      call regular_chunk_start(min(nimax, nreg - nimax), ireg(nimax + 1:), .true., .true.)
+      call lap(4)
+    end if
 
     ! Irregular corrector.  Without regular bodies nothing reads GPUIRR's
     ! predictions any more, so the new state can go to GPUIRR at once, and
@@ -130,6 +142,7 @@ contains
     end do
     !$omp end parallel do
     nstepi = nstepi + nact
+    if (resident .and. setjp_per_step) nupload = nupload + nact ! one GPUNB_SET_JP per corrected body
     nb_sum = nb_sum + nbs
     wall_corr_irr = wall_corr_irr + (wall_seconds() - t)
     call lap(3)
@@ -186,10 +199,13 @@ contains
       integer(int64) :: nv
       real(dp) :: t
       if (resident) then
-        call regular_chunk_finish(ni, ireg(j0 + 1:), .false., .true.)
-        ! Next chunk on the GPU while this one is corrected here.
-        if (j0 + ni < nreg) call regular_chunk_start(min(nimax, nreg - j0 - ni), ireg(j0 + ni + 1:), &
-            .true., .true.)
+        if (.not. (early .and. j0 == 0)) then
+          call regular_chunk_collect(ni, ireg(j0 + 1:), .false., .true.)
+          ! Next chunk on the GPU while this one is corrected here.
+          if (j0 + ni < nreg) call regular_chunk_start(min(nimax, nreg - j0 - ni), ireg(j0 + ni + 1:), &
+              .true., .true.)
+        end if
+        call regular_chunk_lists(ni, ireg(j0 + 1:), .true.)
       else
         call regular_chunk_start(ni, ireg(j0 + 1:), .true., .false.)
         call regular_chunk_finish(ni, ireg(j0 + 1:), .false., .false.)

@@ -31,6 +31,11 @@ module ac_run
     real(dp) :: progress = 10
     !> Use GPUNB's resident j-particles and asynchronous force (extended API).
     logical :: resident = .false.
+    !> Resident path: GPUNB_SET_JP in the correctors, per step, else (the
+    !> default) once per regular block for the bodies corrected since the
+    !> last one: at 64k on the H100 box 8.0-8.3 s against 8.5-8.7 s for
+    !> t = 2..4 (a record store per step costs more than a pass per block).
+    logical :: setjp_per_step = .false.
     logical :: quiet = .false.
     !> Members the correctors' loops prefetch ahead (0: no prefetch).
     integer :: prefetch = 8
@@ -56,13 +61,14 @@ module ac_run
     !> The rest split: irregular corrector, regular corrector + lists, SET_JP.
     real(dp) :: corr_irr_second = 0, corr_reg_second = 0, setjp_second = 0
     !> Bodies sent to GPUNB and the time of host prediction + sending
-    !> (CXVPRED + GPUNB_SEND, or GPUNB_SET_JP + GPUNB_PREDICT).
+    !> (CXVPRED + GPUNB_SEND, or GPUNB_PREDICT after GPUNB_SET_JP of each
+    !> corrected body in the correctors).
     integer(int64) :: nupload_second = 0
     real(dp) :: upload_second = 0
     integer(int64) :: nreg_second = 0, nirr_second = 0, nblock_second = 0
     real(dp) :: mean_nb = 0, e0 = 0, e_end = 0, de_over_e = 0, q0 = 0, q_end = 0
     integer(int64) :: noverflow = 0
-    logical :: complete = .false., resident = .false.
+    logical :: complete = .false., resident = .false., setjp_per_step = .false.
   end type run_result
 
 contains
@@ -106,6 +112,7 @@ contains
     res%n = n
     res%nnb_target = nnb_target
     res%resident = resident
+    res%setjp_per_step = setjp_per_step
     res%threads = 1
     !$ res%threads = omp_get_max_threads()
     res%tend = opt%tend
@@ -133,8 +140,9 @@ contains
           '  SMAX = ', smax, '  NPACT = ', npact, '  NIMAX = ', nimax, '  prefetch = ', prefetch_ahead, &
           '  ascending = ', ascending_fraction, '  order = ', trim(merge('morton', 'given ', opt%morton))
       if (resident) then
-        write(output_unit, '(a)') '# GPUNB path: resident j-particles (GPUNB_SET_JP, GPUNB_PREDICT, ' // &
-            'GPUNB_REGF_START/FINISH overlapping the irregular work)'
+        write(output_unit, '(3a)') '# GPUNB path: resident j-particles (GPUNB_SET_JP ', &
+            trim(merge('per corrected step    ', 'once per regular block', setjp_per_step)), &
+            ', GPUNB_PREDICT, GPUNB_REGF_START/FINISH overlapping the irregular work)'
       else
         write(output_unit, '(a)') '# GPUNB path: NBODY6 GPU2 (CXVPRED + GPUNB_SEND + GPUNB_REGF per regular block)'
       end if
@@ -237,6 +245,7 @@ contains
     type(run_options), intent(in) :: opt
     eta_i = opt%eta_i
     resident = opt%resident
+    setjp_per_step = opt%setjp_per_step
     eta_r = opt%eta_r
     nnb_target = opt%nnb_target
     if (nnb_target <= 0) nnb_target = default_nnb_target(n)

@@ -32,6 +32,8 @@ module ac_state
   !> GPUNB_PREDICT, GPUNB_REGF_START/FINISH, the extended API) instead of
   !> NBODY6's CXVPRED + GPUNB_SEND + GPUNB_REGF every regular block.
   logical :: resident = .false.
+  !> Resident path: GPUNB_SET_JP per corrected step (else per regular block).
+  logical :: setjp_per_step = .false.
   real(dp) :: bodym = 0
   !> Neighbour-sphere control (NBODY6's ALPHA, ZNBMIN, ZNBMAX, RSFAC), the
   !> scale radius 0.5 M**2 / POT, the core radius squared, and the step above
@@ -75,14 +77,16 @@ module ac_state
   !> Regular force: CXVPRED + GPUNB_SEND + GPUNB_REGF (retries included).
   !> Irregular force: GPUIRR_PRED_ALL/PRED_ACT + GPUIRR_FIRR_VEC.
   real(dp) :: wall_regular = 0, wall_irregular = 0
-  !> Parts of the rest: the irregular corrector loop (with GPUIRR_SET_JP in
-  !> blocks without regular bodies), the regular corrector and list
-  !> hand-over, GPUIRR_SET_JP after regular blocks.
+  !> Parts of the rest: the irregular corrector loop (with GPUIRR_SET_JP, and
+  !> GPUNB_SET_JP on the resident path, in blocks without regular bodies),
+  !> the regular corrector and list hand-over, the SET_JP calls after
+  !> regular blocks.
   real(dp) :: wall_corr_irr = 0, wall_corr_reg = 0, wall_setjp = 0
   !> Host prediction and sending before the regular force (part of
   !> wall_regular): bodies sent and seconds.  NBODY6's path: CXVPRED +
-  !> GPUNB_SEND of all N per regular block; resident path: GPUNB_SET_JP of
-  !> the bodies corrected since the last GPUNB_PREDICT, and GPUNB_PREDICT.
+  !> GPUNB_SEND of all N per regular block; resident path: GPUNB_PREDICT
+  !> (the bodies are those handed to GPUNB_SET_JP as they were corrected,
+  !> whose time is in the correctors' columns).
   integer(int64) :: nupload = 0
   real(dp) :: wall_upload = 0
 

@@ -30,10 +30,15 @@ contains
         ' + regular corrector and lists ', r%corr_reg_second, ' + SET_JP after regular blocks ', &
         r%setjp_second, ' + scheduling ', &
         r%rest_second - r%corr_irr_second - r%corr_reg_second - r%setjp_second, ' s'
-    if (r%resident) then
+    if (r%resident .and. r%setjp_per_step) then
       write(output_unit, '(a,i0,a,f0.3,a,f0.3,a)') '# resident: ', r%nupload_second, &
           ' GPUNB_SET_JP calls (', real(r%nupload_second, dp) / real(max(1_int64, r%nirr_second), dp), &
-          ' per irregular step); SET_JP + GPUNB_PREDICT ', r%upload_second, ' s (part of regular)'
+          ' per irregular step, in the correctors); GPUNB_PREDICT ', r%upload_second, ' s (part of regular)'
+    else if (r%resident) then
+      write(output_unit, '(a,i0,a,f0.3,a,f0.3,a)') '# resident: ', r%nupload_second, &
+          ' GPUNB_SET_JP calls (', real(r%nupload_second, dp) / real(max(1_int64, r%nirr_second), dp), &
+          ' per irregular step, once per regular block); SET_JP + GPUNB_PREDICT ', r%upload_second, &
+          ' s (part of regular)'
     else
       write(output_unit, '(a,i0,a,f0.3,a)') '# NBODY6 path: ', r%nupload_second, &
           ' bodies predicted and sent; CXVPRED + GPUNB_SEND ', r%upload_second, ' s (part of regular)'

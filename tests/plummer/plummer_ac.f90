@@ -6,7 +6,7 @@
 !>
 !>   plummer_ac [-n N] [-seed S] [-tend T] [-etai E] [-etar E] [-nnb NB]
 !>              [-nbmax NB] [-smax S] [-npact NP] [-nimax NI] [-prefetch K] [-ascending F] [-order O] [-ic FILE] [-dump FILE] [-csv FILE]
-!>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-profile] [-q]
+!>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-setjp W] [-profile] [-q]
 program plummer_ac
   use, intrinsic :: iso_fortran_env, only: real64, error_unit, output_unit
   use plummer_model, only: plummer_generate, plummer_read
@@ -65,6 +65,12 @@ program plummer_ac
     case ('-csv'); csv_file = val
     case ('-dump'); dump_file = val
     case ('-label'); label = val
+    case ('-setjp')
+      select case (trim(val))
+      case ('step'); opt%setjp_per_step = .true.
+      case ('block'); opt%setjp_per_step = .false.
+      case default; call bad(arg, val)
+      end select
     case ('-order')
       select case (trim(val))
       case ('morton'); opt%morton = .true.
@@ -151,6 +157,9 @@ contains
         '  -resident       GPUNB keeps and predicts the j-particles (extended API,', &
         '                  regular force overlapping the irregular work) instead of', &
         '                  NBODY6''s CXVPRED + GPUNB_SEND + GPUNB_REGF', &
+        '  -setjp W        resident path: GPUNB_SET_JP once per regular block for', &
+        '                  the bodies corrected since the last one (block, the', &
+        '                  default) or as each body is corrected (step)', &
         '  -q              no reports, only the final table'
   end subroutine usage
 

@@ -5,7 +5,7 @@
 !> step counted, and determinism: the same model integrated twice in one
 !> process (libraries closed and reopened in between) ends bit for bit in
 !> the same state with the same step counts; and the resident GPUNB path
-!> (-resident: records uploaded only when changed, GPU-side prediction,
+!> (-resident, -setjp block and step: records uploaded only when changed, GPU-side prediction,
 !> asynchronous force) ends with the same energy as NBODY6's path: to 1e-9
 !> of E where GPUNB runs on the host (the two give the same bits there), to
 !> 2e-8 of E (a sixth of that run's |dE/E|) where it runs on a GPU, whose
@@ -29,7 +29,7 @@ program test_plummer_run
   integer(c_int), parameter :: backend_cuda = 2
   integer, parameter :: dp = real64
   type(run_options) :: opt
-  type(run_result) :: r1, r2, r3
+  type(run_result) :: r1, r2, r3, r4
   real(dp), allocatable :: body(:), x(:,:), v(:,:), xa(:,:), va(:,:), xb(:,:), vb(:,:)
   integer :: npass, nfail, n
   real(dp) :: tol_paths
@@ -93,7 +93,11 @@ program test_plummer_run
   if (gpunb_backend_usable(backend_cuda) /= 0 .and. .not. (env_status == 0 .and. &
       (gpunb_env == 'cpu' .or. gpunb_env == 'reference'))) tol_paths = 2.0e-8_dp
   opt%resident = .true.
+  opt%setjp_per_step = .false.
   call run_plummer(n, body, x, v, opt, r3, xb, vb)
+  opt%setjp_per_step = .true.
+  call run_plummer(n, body, x, v, opt, r4, xb, vb)
+  opt%setjp_per_step = .false.
   opt%resident = .false.
   write(*, '(a,es12.5,a,es12.5,a,i0,a,i0)') 'N = 512 t = 0..0.5: dE/E legacy ', r1%de_over_e, &
       ', resident ', r3%de_over_e, ';  GPUNB_SET_JP calls ', r3%nupload_second, ' for irregular steps ', &
@@ -105,6 +109,11 @@ program test_plummer_run
   call check('resident path: fewer GPUNB_SET_JP calls than irregular steps', &
       r3%nupload_second > 0 .and. r3%nupload_second < r3%nirr_second, &
       real(r3%nupload_second, dp) / max(1_int64, r3%nirr_second))
+  call check('resident path, -setjp step: same energy as the legacy path', &
+      abs(r4%e_end - r1%e_end) <= tol_paths * abs(r1%e0), (r4%e_end - r1%e_end) / abs(r1%e0))
+  call check('resident path, -setjp step: one GPUNB_SET_JP per irregular step', &
+      r4%nupload_second == r4%nirr_second .and. r4%nirr_second > 0, &
+      real(r4%nupload_second, dp) / max(1_int64, r4%nirr_second))
 
   ! Main-program arrays live on the stack frame under -fopenmp, so free them
   ! before the end, or LeakSanitizer rightly reports them.
