@@ -7,6 +7,10 @@
 #   OUT=$OUT VARIANTS="new||-profile;old|NB6ACCEL_X=0|-profile" ROUNDS=2 \
 #     bash tests/plummer/ab-on-device.sh
 # VARIANTS: entries "label|VAR=VALUE ...|driver options" separated by ';'.
+# BIN=path among a variant's VAR=VALUE runs that driver instead (an older
+# tree's build, to judge a change of code rather than of options);
+# AB_OLD_TREE=dir (a bootstrapped source tree, e.g. a git worktree of the
+# commit before the change) is built beside this one, and BIN=old names it.
 # Builds and runs the driver's tests through tests/plummer/run-on-device.sh
 # (no timing runs there), then ROUNDS rounds of every variant in turn at
 # N = AB_N (65536), t = 0..4, each within AB_LIMIT seconds (60).  Leaves in
@@ -20,6 +24,17 @@ PLUMMER_SIZES=" " OUT="$out" bash "$src/tests/plummer/run-on-device.sh" >"$out/b
   { tail -n 40 "$out/build-console.log"; exit 1; }
 rm -f "$out/plummer.csv" "$out/plummer-runs.log" "$out/plummer-fig2.png" "$out/build-console.log"
 bin=/tmp/nb6-plummer-build/tests/plummer/plummer_ac
+old_bin=
+if [ -n "${AB_OLD_TREE:-}" ]; then
+  old_src=$(cd "$AB_OLD_TREE" && pwd)
+  mkdir -p /tmp/nb6-ab-old-build
+  (cd /tmp/nb6-ab-old-build &&
+    "$old_src/configure" --with-cuda-arch=90 CFLAGS="-O3 -march=native" FCFLAGS="-O3 -march=native" \
+      >configure.out 2>&1 &&
+    make -j"$(nproc)" >make.out 2>&1 && make -j"$(nproc)" tests/plummer/plummer_ac >>make.out 2>&1) ||
+    { tail -n 40 /tmp/nb6-ab-old-build/make.out; echo "BUILD OF $AB_OLD_TREE FAILED"; exit 1; }
+  old_bin=/tmp/nb6-ab-old-build/tests/plummer/plummer_ac
+fi
 export OMP_NUM_THREADS=${PLUMMER_THREADS:-$(nproc)}
 n=${AB_N:-65536}
 limit=${AB_LIMIT:-60}
@@ -31,9 +46,18 @@ IFS=';' read -r -a variants <<<"${VARIANTS:-default||-profile}"
 for r in $(seq 1 "$rounds"); do
   for v in "${variants[@]}"; do
     IFS='|' read -r label envs opts <<<"$v"
+    run_bin=$bin
+    run_envs=
+    for w in $envs; do
+      case $w in
+        BIN=old) run_bin=$old_bin ;;
+        BIN=*) run_bin=${w#BIN=} ;;
+        *) run_envs="$run_envs $w" ;;
+      esac
+    done
     echo "== round $r: $label (env: ${envs:-none}; options: ${opts:-none})" | tee -a "$summary" >>"$out/ab-runs.log"
     # shellcheck disable=SC2086 # envs and opts are word lists
-    env $envs "$bin" -n "$n" -q -progress 0 -wall-limit "$limit" $opts >"$out/run.tmp" 2>&1
+    env $run_envs "$run_bin" -n "$n" -q -progress 0 -wall-limit "$limit" $opts >"$out/run.tmp" 2>&1
     echo "exit status $?" >>"$summary"
     cat "$out/run.tmp" >>"$out/ab-runs.log"
     grep -E '^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]|^# rest|^# NBODY6 path|^# resident|^# Block|^# +[0-9]+\.\.|^#   all|perf grav|pass pred|team grav' \
