@@ -22,7 +22,8 @@ struct gpunb {
     /* Resident j-particles: per-record writes and flags only, so that
      * gpunb_set_jparticle is safe from concurrent threads.  rec is the
      * back-end's memory (pinned with CUDA): its predict copies the records
-     * from there, so a set is the whole cost of sending a particle. */
+     * from there, so when many changed a set is the whole host cost of
+     * sending a particle. */
     gpunb_jrecord *rec;
     unsigned char *known, *dirty;
     /* dirty[j]: record j changed since the last predict.  gpunb_predict

@@ -1009,9 +1009,9 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
     return GPUNB_OK;
 }
 
-/* The GPUs keep the records of their j ranges (uploaded in full when the
- * split changes, else only the changed ones) and predict them themselves:
- * no host prediction, no upload of the j-set. */
+/* The GPUs keep the records of their j ranges (copied in full when the
+ * split changes or many changed, else only the listed ones) and predict
+ * them themselves: no host prediction, no upload of the j-set. */
 static int cuda_predict(void *state, int nj, double t, const gpunb_jrecord *rec, int ndirty,
                         const int *dirty, double lightest)
 {

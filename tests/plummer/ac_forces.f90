@@ -168,12 +168,11 @@ contains
     integer, intent(in) :: ni
     integer, intent(in), contiguous :: idx(:)
     logical, intent(in) :: grow_empty, async
-    integer :: ll, k, nfail, c, growths
+    integer :: ll, i, k, nfail, c, growths
     integer(c_int) :: nic, lm, nbm
     integer(c_int) :: fail(nimax), jfail(nimax)
     real(dp) :: t
     logical :: retry
-    integer :: i
 
     t = wall_seconds()
     nic = ni; lm = lmax; nbm = nbmax
