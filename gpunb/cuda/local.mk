@@ -15,3 +15,13 @@ libgpunb_la_LIBADD += libgpunb_cuda.la $(CUDA_LIBS) -lstdc++
 # ... and where only the static libstdc++ is found, its symbols stay hidden.
 libgpunb_la_LDFLAGS += -Wl,--exclude-libs,libstdc++.a
 endif
+
+# Automake tracks the headers of C sources only; the .cu objects name theirs
+# here, so that a change of a layout or constant rebuilds the kernels too.
+if HAVE_CUDA
+gpunb_cuda_kernel_includes = gpunb/cuda/gpunb_cuda_kernels.h gpunb/cuda/gpunb_cuda_const.h common/nb6_common.h
+gpunb/cuda/gpunb_cuda_reduce.lo gpunb/cuda/gpunb_cuda_potential.lo gpunb/cuda/gpunb_cuda_predict.lo: \
+	$(gpunb_cuda_kernel_includes)
+gpunb/cuda/gpunb_cuda_force.lo gpunb/cuda/gpunb_cuda_gather.lo: $(gpunb_cuda_kernel_includes) \
+	gpunb/cuda/gpunb_cuda_gather.cuh
+endif
