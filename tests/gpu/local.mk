@@ -5,6 +5,7 @@
 # GPU prediction, asynchronous force) against double and the legacy path.
 # bench_gpunb: figures per (NI, NJ); built by `make check`, not a test.
 # run-on-device.sh: build, test, sanitizers, benchmark, SASS count on a GPU.
+# ab-kernel.sh: a kernel change against the previous tree, alternating.
 check_PROGRAMS += tests/gpu/test_gpunb_cuda tests/gpu/test_gpunb_resident_cuda tests/gpu/bench_gpunb
 TESTS += tests/gpu/test_gpunb_cuda tests/gpu/test_gpunb_resident_cuda
 tests_gpu_test_gpunb_cuda_LDADD = $(TEST_LIBS)
@@ -13,7 +14,7 @@ tests_gpu_test_gpunb_resident_cuda_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tes
 tests_gpu_bench_gpunb_LDADD = $(TEST_LIBS)
 EXTRA_DIST += tests/gpu/run-on-device.sh tests/gpu/sass_per_interaction.sh tests/gpu/run-two-gpus.sh \
 	tests/gpu/device-build.sh \
-	tests/gpu/run-variants.sh
+	tests/gpu/run-variants.sh tests/gpu/ab-kernel.sh
 if HAVE_CUDA
 tests_gpu_bench_gpunb_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests $(CUDA_CPPFLAGS)
 tests_gpu_bench_gpunb_LDADD += $(CUDA_LIBS)
