@@ -170,6 +170,23 @@ run_list() {
         threads=$policy_threads
     done
 }
+# AB_RESIDENT=N:cap:rounds: the plain and the --resident build alternately,
+# `rounds` times each at N (the lent machines drift, so the two are compared
+# only run against run); set RUNS=" " to run nothing else before.
+if [ -n "${AB_RESIDENT:-}" ]; then
+    IFS=: read -r ab_n ab_cap ab_rounds <<< "$AB_RESIDENT"
+    if nbody6_patch/build-nbody6 --nbody6 "$root/.nbody6" --builddir "$b" --out "$nb-resident" -j "$jobs" \
+            --nmax 140000 --lmax 600 --resident > "$logs/build-nbody6-resident.log" 2>&1; then
+        nb_plain=$nb
+        for r in $(seq "${ab_rounds:-2}"); do
+            nb=$nb_plain; plummer "ab-plain-$r" "$ab_n" cuda "$ab_cap"
+            nb=$nb_plain-resident; plummer "ab-resident-$r" "$ab_n" cuda "$ab_cap"
+        done
+        nb=$nb_plain
+    else
+        log "resident build FAILED (build-nbody6-resident.log)"
+    fi
+fi
 run_list "${RUNS:-64k-gpu:65536:cuda:150 128k-gpu:131072:cuda:240 16k-cpu:16384:cpu:120}"
 
 # RESIDENT_RUNS (same form as RUNS): the same runs with NBODY6 built with
