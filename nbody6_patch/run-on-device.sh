@@ -170,13 +170,20 @@ run_list() {
         threads=$policy_threads
     done
 }
+# The --resident build (intgrt-resident.patch) in $nb-resident, once for
+# AB_RESIDENT and RESIDENT_RUNS together.
+resident_built=
+build_resident() {
+    [ -n "$resident_built" ] && return 0
+    nbody6_patch/build-nbody6 --nbody6 "$root/.nbody6" --builddir "$b" --out "$nb-resident" -j "$jobs" \
+        --nmax 140000 --lmax 600 --resident > "$logs/build-nbody6-resident.log" 2>&1 && resident_built=1
+}
 # AB_RESIDENT=N:cap:rounds: the plain and the --resident build alternately,
 # `rounds` times each at N (the lent machines drift, so the two are compared
 # only run against run); set RUNS=" " to run nothing else before.
 if [ -n "${AB_RESIDENT:-}" ]; then
     IFS=: read -r ab_n ab_cap ab_rounds <<< "$AB_RESIDENT"
-    if nbody6_patch/build-nbody6 --nbody6 "$root/.nbody6" --builddir "$b" --out "$nb-resident" -j "$jobs" \
-            --nmax 140000 --lmax 600 --resident > "$logs/build-nbody6-resident.log" 2>&1; then
+    if build_resident; then
         nb_plain=$nb
         for r in $(seq "${ab_rounds:-2}"); do
             nb=$nb_plain; plummer "ab-plain-$r" "$ab_n" cuda "$ab_cap"
@@ -193,8 +200,7 @@ run_list "${RUNS:-64k-gpu:65536:cuda:150 128k-gpu:131072:cuda:240 16k-cpu:16384:
 # --resident (intgrt-resident.patch: GPUNB_SET_JP / GPUNB_PREDICT /
 # GPUNB_REGF_START..FINISH in NBODY6's loop).
 if [ -n "${RESIDENT_RUNS:-}" ]; then
-    if nbody6_patch/build-nbody6 --nbody6 "$root/.nbody6" --builddir "$b" --out "$nb-resident" -j "$jobs" \
-            --nmax 140000 --lmax 600 --resident > "$logs/build-nbody6-resident.log" 2>&1; then
+    if build_resident; then
         nb_plain=$nb; nb=$nb-resident
         run_list "$RESIDENT_RUNS"
         nb=$nb_plain

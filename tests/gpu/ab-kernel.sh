@@ -28,15 +28,18 @@ for t in test_gpunb_cuda test_gpunb_resident_cuda; do
   note "new $t quick: rc=$? $(grep -E '^relative errors' "$OUT/$t.log" | head -1)"
   grep -E "FAIL" "$OUT/$t.log" | head -5 | sed 's/^/  /' | tee -a "$S"
 done
+declare -A sass
 for side in old new; do
   dir=$B; [ $side = old ] && dir=$OLD_B
-  note "$side SASS per interaction (per interaction, loop, nested, kernel): $(PATH=$PATH:/usr/local/cuda/bin bash "$SRC/tests/gpu/sass_per_interaction.sh" "$dir/.libs/libgpunb.so" 5)"
+  counts=$(PATH=$PATH:/usr/local/cuda/bin bash "$SRC/tests/gpu/sass_per_interaction.sh" "$dir/.libs/libgpunb.so" 5)
+  case ${counts%% *} in [0-9]*) sass[$side]=${counts%% *} ;; esac # else the assumed 42
+  note "$side SASS per interaction (per interaction, loop, nested, kernel): $counts"
 done
 for r in $(seq "$ROUNDS"); do
   for side in old new; do
     dir=$B; [ $side = old ] && dir=$OLD_B
     note "== round $r $side"
-    (cd "$dir" && NB6ACCEL_CUDA_PRECISE=${AB_PRECISE:-auto} timeout 100 ./tests/gpu/bench_gpunb --sass 41.9 \
+    (cd "$dir" && NB6ACCEL_CUDA_PRECISE=${AB_PRECISE:-auto} timeout 100 ./tests/gpu/bench_gpunb --sass "${sass[$side]:-42}" \
       --ni "${BENCH_NI:-64 1024}" --nj "${BENCH_NJ:-131072 1048576}" --seconds 0.3 2>&1) | grep -E '^ +[0-9]' |
       sed 's/^/  /' | tee -a "$S"
   done
