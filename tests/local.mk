@@ -5,7 +5,7 @@ tests_libtestlib_la_SOURCES = tests/testlib.c tests/testlib.h
 TEST_LIBS = tests/libtestlib.la libgpunb.la libgpuirr.la -lm
 
 FOUNDATION_TESTS = tests/test_gpunb tests/test_gpuirr tests/test_helpers tests/test_lifecycle \
-	tests/test_concurrency tests/test_native tests/test_resident
+	tests/test_concurrency tests/test_native tests/test_resident tests/test_irregular
 check_PROGRAMS += $(FOUNDATION_TESTS)
 TESTS += $(FOUNDATION_TESTS) tests/test_symbols.sh
 tests_test_gpunb_LDADD = $(TEST_LIBS)
@@ -15,6 +15,7 @@ tests_test_lifecycle_LDADD = $(TEST_LIBS)
 tests_test_concurrency_LDADD = $(TEST_LIBS) -lpthread
 tests_test_native_LDADD = $(TEST_LIBS)
 tests_test_resident_LDADD = $(TEST_LIBS) -lpthread
+tests_test_irregular_LDADD = $(TEST_LIBS)
 EXTRA_DIST += tests/test_symbols.sh tests/device-setup.sh
 # The legacy tests run on whatever the default back-end is; on a machine
 # without a GPU a CUDA build must be allowed to use the CPU for them.

@@ -3,14 +3,21 @@
 # with "SKIP: no usable CUDA device (...)" where there is none).
 # test_gpunb_resident_cuda: its native extended path (GPU-resident records,
 # GPU prediction, asynchronous force) against double and the legacy path.
+# test_gpunb_irregular_cuda: the irregular force over neighbour lists on the
+# GPU (and with GPU_LIST="0 0" on the host), tests/test_irregular.c built with
+# -DTEST_IRREGULAR_CUDA.
 # bench_gpunb: figures per (NI, NJ); built by `make check`, not a test.
 # run-on-device.sh: build, test, sanitizers, benchmark, SASS count on a GPU.
 # ab-kernel.sh: a kernel change against the previous tree, alternating.
-check_PROGRAMS += tests/gpu/test_gpunb_cuda tests/gpu/test_gpunb_resident_cuda tests/gpu/bench_gpunb
-TESTS += tests/gpu/test_gpunb_cuda tests/gpu/test_gpunb_resident_cuda
+check_PROGRAMS += tests/gpu/test_gpunb_cuda tests/gpu/test_gpunb_resident_cuda tests/gpu/test_gpunb_irregular_cuda \
+	tests/gpu/bench_gpunb
+TESTS += tests/gpu/test_gpunb_cuda tests/gpu/test_gpunb_resident_cuda tests/gpu/test_gpunb_irregular_cuda
 tests_gpu_test_gpunb_cuda_LDADD = $(TEST_LIBS)
 tests_gpu_test_gpunb_resident_cuda_LDADD = $(TEST_LIBS)
 tests_gpu_test_gpunb_resident_cuda_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
+tests_gpu_test_gpunb_irregular_cuda_SOURCES = tests/test_irregular.c
+tests_gpu_test_gpunb_irregular_cuda_LDADD = $(TEST_LIBS)
+tests_gpu_test_gpunb_irregular_cuda_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -DTEST_IRREGULAR_CUDA
 tests_gpu_bench_gpunb_LDADD = $(TEST_LIBS)
 EXTRA_DIST += tests/gpu/run-on-device.sh tests/gpu/sass_per_interaction.sh tests/gpu/run-two-gpus.sh \
 	tests/gpu/device-build.sh \
