@@ -106,19 +106,71 @@ void NB6_F_GPUNB_PREDICT(int *nj, double *time)
 static int *zero_based;
 static int zero_based_cap;
 
+static int grow_zero_based(int ni)
+{
+    if (ni > zero_based_cap) {
+        free(zero_based);
+        zero_based = malloc(sizeof(int) * (size_t)(ni > 0 ? ni : 1));
+        zero_based_cap = zero_based ? ni : 0;
+    }
+    return zero_based != NULL;
+}
+
 void NB6_F_GPUNB_REGF_START(int *ni, int *ji, double *h2, double *dtr, int *lmax, int *nbmax)
 {
     require_open("GPUNB_REGF_START");
-    if (*ni > zero_based_cap) {
-        free(zero_based);
-        zero_based = malloc(sizeof(int) * (size_t)*ni);
-        zero_based_cap = zero_based ? *ni : 0;
-        if (!zero_based)
-            nb6_legacy_stop("GPUNB_REGF_START: out of host memory for the index list");
-    }
+    if (!grow_zero_based(*ni))
+        nb6_legacy_stop("GPUNB_REGF_START: out of host memory for the index list");
     for (int i = 0; i < *ni; i++)
         zero_based[i] = ji[i] - 1;
     if (gpunb_regf_start(default_handle, *ni, zero_based, h2, dtr, *lmax, *nbmax) != GPUNB_OK)
+        stop();
+}
+
+void NB6_F_GPUNB_IRR_OPEN(int *lmax)
+{
+    require_open("GPUNB_IRR_OPEN");
+    if (gpunb_irr_open(default_handle, *lmax) != GPUNB_OK)
+        stop();
+}
+
+/* Members made 0-based in a buffer of the call (SET_LIST comes from OpenMP
+ * loops): on the stack up to lists of SET_LIST_STACK, which covers NBODY6's
+ * LMAX; longer ones in memory of the call. */
+#define SET_LIST_STACK 1024
+
+void NB6_F_GPUNB_SET_LIST(int *j, int *list)
+{
+    int stack[SET_LIST_STACK];
+    const int n = list[0];
+    require_open("GPUNB_SET_LIST");
+    int *members = n <= SET_LIST_STACK ? stack : malloc(sizeof(int) * (size_t)n);
+    if (!members)
+        nb6_legacy_stop("GPUNB_SET_LIST: out of host memory for the list");
+    for (int k = 0; k < n; k++)
+        members[k] = list[1 + k] - 1;
+    const int st = gpunb_set_list(default_handle, *j - 1, n, members);
+    if (members != stack)
+        free(members);
+    if (st != GPUNB_OK)
+        stop();
+}
+
+void NB6_F_GPUNB_FIRR_START(int *ni, int *ji, double *time)
+{
+    require_open("GPUNB_FIRR_START");
+    if (!grow_zero_based(*ni))
+        nb6_legacy_stop("GPUNB_FIRR_START: out of host memory for the index list");
+    for (int i = 0; i < *ni; i++)
+        zero_based[i] = ji[i] - 1;
+    if (gpunb_firr_start(default_handle, *ni, zero_based, *time) != GPUNB_OK)
+        stop();
+}
+
+void NB6_F_GPUNB_FIRR_FINISH(double (*acc)[3], double (*jrk)[3])
+{
+    require_open("GPUNB_FIRR_FINISH");
+    if (gpunb_firr_finish(default_handle, acc, jrk) != GPUNB_OK)
         stop();
 }
 

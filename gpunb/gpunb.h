@@ -55,6 +55,10 @@ typedef struct gpunb_stats {
     long long i_forced;      /* sum over regf calls of ni                       */
     long long i_redone;      /* of those, recomputed with two-float coordinates
                               * after the float kernel's error bound (CUDA)     */
+    double time_irregular;   /* s in gpunb_firr_start + gpunb_firr_finish       */
+    double irr_pairs;        /* sum of list lengths over irregular forces       */
+    long long firr_calls;
+    long long firr_on_device; /* of those, computed on the GPU                  */
 } gpunb_stats;
 
 /* Version of the nb6accel package, e.g. "0.1.0". */
@@ -143,6 +147,46 @@ GPUNB_API int gpunb_regf_start(gpunb *nb, int ni, const int *j_index, const doub
  * gpunb_regf does (ni rows of acc, jrk, pot; ni columns of lmax ints). */
 GPUNB_API int gpunb_regf_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3], double *pot,
                                 int *list);
+
+/* ---- Irregular force over neighbour lists, from the resident records -----
+ * The Ahmad-Cohen irregular force (what GPUIRR computes on the host) from
+ * the same resident records, with lists the handle keeps: on the GPU with
+ * the CUDA back-end and one GPU, so that the irregular force of a large
+ * block costs one launch instead of a pass of the host's cores over
+ * scattered memory.  Elsewhere (CPU back-ends, several GPUs) the handle
+ * computes it on the host at gpunb_firr_start.  Everything in double.
+ * Order: gpunb_irr_open once; gpunb_set_jparticle / gpunb_set_list as
+ * particles and lists change; gpunb_firr_start -> gpunb_firr_finish.  Only
+ * one irregular force is in flight at a time, and it may be in flight
+ * together with a regular force (gpunb_regf_start); while it is,
+ * gpunb_predict, gpunb_set_jparticle and gpunb_set_list are refused (the GPU
+ * reads the changed records and lists straight from the handle's memory).
+ * With the CUDA back-end the irregular force runs on a stream of the highest
+ * priority, so that it passes a regular force in flight. */
+
+/* Keep neighbour lists of up to lmax - 1 members (NBODY6's LMAX; row 0 is
+ * the count) for every j-particle 0..capacity-1.  Once per handle. */
+GPUNB_API int gpunb_irr_open(gpunb *nb, int lmax);
+
+/* Store the neighbour list of j-particle j: n members, 0-based j-particle
+ * indices, each set before with gpunb_set_jparticle, never j itself; any
+ * order; 0 <= n <= lmax - 1.  Copied.  May be called from several threads
+ * at once for distinct j.  A particle whose list was never set has none. */
+GPUNB_API int gpunb_set_list(gpunb *nb, int j, int n, const int *members);
+
+/* Start the irregular force on the ni >= 1 particles j_index[0..ni-1]
+ * (0-based, each set with gpunb_set_jparticle) at time t: every particle and list
+ * member predicted from its record as gpunb_predict does, then
+ *   acc[n] = sum_{k in L_i} m_k dx / r^3,
+ *   jrk[n] = sum_{k in L_i} m_k (dv/r^3 - 3 (dx.dv) dx / r^5),
+ * i = j_index[n], dx = x_k - x_i; r = 0 pairs contribute nothing.  Returns
+ * without waiting on the GPU path.  Needs at least one gpunb_predict since
+ * gpunb_irr_open (the GPU's records are laid out there). */
+GPUNB_API int gpunb_firr_start(gpunb *nb, int ni, const int *j_index, double t);
+
+/* Wait for the irregular force of the last gpunb_firr_start; row n of acc
+ * and jrk belongs to j_index[n]. */
+GPUNB_API int gpunb_firr_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3]);
 
 /* Potential of every particle from all others, in double precision:
  * pot[k] = +sum_{l != k, r_kl > 0} m_l / r_kl, k = 0..n-1.  Needs no handle

@@ -45,6 +45,25 @@ struct gpunb {
     /* The force between gpunb_regf_start and gpunb_regf_finish. */
     int in_flight, pending_ni, pending_lmax, pending_limit, pending_cap;
     double *pending_h2, *pending_dtr, (*pending_x)[3], (*pending_v)[3];
+
+    /* Irregular force (gpunb_irr_open): list rows of irr_lmax ints (count,
+     * then members) in the back-end's memory, like rec; list_dirty[j]: row j
+     * changed since the device last took the lists.  The records' dirty
+     * flags serve both gpunb_predict and gpunb_firr_start: whichever comes
+     * first uploads a record, and both read the device's one copy. */
+    int irr_lmax, irr_on_device, irr_predicted;
+    int *lists;
+    /* list_count[j] = row j's count: the statistics of a call read this
+     * compact array, not one cache line per particle of the rows (a serial
+     * pass of DRAM misses that cost ~0.3 ms in a block of 3k at 64k). */
+    int *list_count;
+    unsigned char *list_dirty;
+    int *list_dirty_index;
+    /* The irregular force between gpunb_firr_start and gpunb_firr_finish;
+     * the host path computes it at start into firr_acc, firr_jrk. */
+    int firr_in_flight, firr_ni, firr_cap;
+    double firr_pairs;
+    double (*firr_acc)[3], (*firr_jrk)[3];
 };
 
 /* Before the back-end's state goes (its memory may hold rec). */
@@ -57,8 +76,27 @@ static void free_records(gpunb *nb)
     nb->rec = NULL;
 }
 
+/* Everything gpunb_irr_open made (before the back-end's state goes: its
+ * memory may hold the lists). */
+static void free_lists(gpunb *nb)
+{
+    if (nb->lists && nb->ops->free_records)
+        nb->ops->free_records(nb->state, nb->lists);
+    else
+        nb6_free(nb->lists);
+    nb6_free(nb->list_count);
+    nb6_free(nb->list_dirty);
+    nb6_free(nb->list_dirty_index);
+    nb->lists = NULL;
+    nb->list_count = NULL;
+    nb->list_dirty = NULL;
+    nb->list_dirty_index = NULL;
+}
+
 static void free_resident(gpunb *nb)
 {
+    nb6_free(nb->firr_acc);
+    nb6_free(nb->firr_jrk);
     nb6_free(nb->known);
     nb6_free(nb->dirty);
     nb6_free(nb->dirty_list);
@@ -251,9 +289,16 @@ void gpunb_close(gpunb *nb)
 {
     if (!nb)
         return;
+    if (nb->firr_in_flight && nb->irr_on_device) {
+        double (*scratch)[3] = nb6_alloc((size_t)nb->firr_ni * sizeof(double[3]) * 2);
+        if (scratch) /* else the back-end's close waits for it */
+            nb->ops->firr_finish(nb->state, scratch, scratch + nb->firr_ni);
+        nb6_free(scratch);
+    }
     if (atomic_load(&nb->records_busy))
         nb->ops->records_wait(nb->state);
     free_records(nb);
+    free_lists(nb);
     nb->ops->close(nb->state); /* waits for a force still in flight */
     free_resident(nb);
     free(nb);
@@ -264,6 +309,14 @@ static int refuse_in_flight(const char *routine)
     return gpunb_fail(GPUNB_EUSAGE,
                       "%s: a regular force started by gpunb_regf_start is in flight; call "
                       "gpunb_regf_finish first",
+                      routine);
+}
+
+static int refuse_irregular_in_flight(const char *routine)
+{
+    return gpunb_fail(GPUNB_EUSAGE,
+                      "%s: an irregular force started by gpunb_firr_start is in flight; call "
+                      "gpunb_firr_finish first",
                       routine);
 }
 
@@ -374,6 +427,8 @@ int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3]
 {
     if (!nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_jparticle: called before gpunb_open (handle is NULL)");
+    if (nb->firr_in_flight)
+        return refuse_irregular_in_flight("gpunb_set_jparticle");
     if (j < 0 || j >= nb->capacity)
         return gpunb_fail(GPUNB_EUSAGE,
                           "gpunb_set_jparticle: j = %d is outside 0..%d (the capacity given at open)",
@@ -422,23 +477,34 @@ int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3]
     return GPUNB_OK;
 }
 
-/* Same Horner form as NBODY6's JPRED and gpuirr_host_predict. */
+/* The host's predictions must be bit-identical to the GPU's (no FMA there,
+ * gpunb_cuda_predict.cu): an i-particle then converts to exactly the floats
+ * of its j entry.  Every function that predicts, and so may inline
+ * predict_record, is compiled without contraction. */
 #if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("fp-contract=off")))
+#define NO_CONTRACTION __attribute__((optimize("fp-contract=off")))
+#else
+#define NO_CONTRACTION
 #endif
-static void host_predict(gpunb *nb, int nj, double t)
+
+/* Same Horner form as NBODY6's JPRED and gpuirr_host_predict. */
+NO_CONTRACTION static void predict_record(const gpunb_jrecord *r, double t, double x[3], double v[3])
+{
+    const double dt = t - r->t0;
+    for (int k = 0; k < 3; k++) {
+        const double a2 = r->f_half[k], j6 = r->fdot_sixth[k];
+        x[k] = r->x0[k] + dt * (r->v0[k] + dt * (a2 + dt * j6));
+        v[k] = r->v0[k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
+    }
+}
+
+NO_CONTRACTION static void host_predict(gpunb *nb, int nj, double t)
 {
     const gpunb_jrecord *rec = nb->rec;
 #pragma omp parallel for schedule(static) if (nj > 4096)
     for (int j = 0; j < nj; j++) {
-        const gpunb_jrecord *r = &rec[j];
-        double dt = t - r->t0;
-        for (int k = 0; k < 3; k++) {
-            double a2 = r->f_half[k], j6 = r->fdot_sixth[k];
-            nb->xp[j][k] = r->x0[k] + dt * (r->v0[k] + dt * (a2 + dt * j6));
-            nb->vp[j][k] = r->v0[k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
-        }
-        nb->mp[j] = r->m;
+        predict_record(&rec[j], t, nb->xp[j], nb->vp[j]);
+        nb->mp[j] = rec[j].m;
     }
 }
 
@@ -479,6 +545,8 @@ int gpunb_predict(gpunb *nb, int nj, double t)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_predict: called before gpunb_open (handle is NULL)");
     if (nb->in_flight)
         return refuse_in_flight("gpunb_predict");
+    if (nb->firr_in_flight)
+        return refuse_irregular_in_flight("gpunb_predict");
     if (nj < 1 || nj > nb->capacity)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_predict: nj = %d is outside 1..%d (the capacity given at open)",
                           nj, nb->capacity);
@@ -517,6 +585,7 @@ int gpunb_predict(gpunb *nb, int nj, double t)
         memset(nb->dirty, 0, (size_t)nj);
     nb->nj = nj;
     nb->predicted = 1;
+    nb->irr_predicted = 1;
     nb->stats.send_calls++;
     nb->stats.time_send += nb6_clock() - t0;
     nb->stats.time_total += nb6_clock() - t0;
@@ -622,6 +691,227 @@ int gpunb_regf_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3], double *pot
     nb->stats.time_force += t_force;
     nb->stats.time_gather += t_gather;
     nb->stats.time_total += nb6_clock() - t0;
+    return GPUNB_OK;
+}
+
+/* ---- Irregular force over neighbour lists ------------------------------ */
+
+int gpunb_irr_open(gpunb *nb, int lmax)
+{
+    if (!nb)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_irr_open: called before gpunb_open (handle is NULL)");
+    if (nb->irr_lmax)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_irr_open: called twice (lists of lmax = %d are kept already)",
+                          nb->irr_lmax);
+    if (lmax < 1)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_irr_open: lmax = %d, must be at least 1", lmax);
+    const size_t n = (size_t)nb->capacity, bytes = n * (size_t)lmax * sizeof(int);
+    nb->lists = nb->ops->alloc_records ? nb->ops->alloc_records(nb->state, bytes)
+                                       : nb6_alloc_aligned(64, bytes);
+    nb->list_count = nb6_alloc(n * sizeof(int));
+    nb->list_dirty = nb6_alloc(n);
+    nb->list_dirty_index = nb6_alloc(n * sizeof(int));
+    if (!nb->lists || !nb->list_count || !nb->list_dirty || !nb->list_dirty_index) {
+        free_lists(nb);
+        return gpunb_fail(GPUNB_ERESOURCE,
+                          "gpunb_irr_open: out of host memory for %d lists of lmax = %d (%.0f MB)",
+                          nb->capacity, lmax, bytes / 1e6);
+    }
+    /* Every list starts empty, on the host and (the back-end's irr_open) on
+     * the device, so none needs an upload. */
+    for (size_t j = 0; j < n; j++)
+        nb->lists[j * (size_t)lmax] = 0;
+    memset(nb->list_count, 0, n * sizeof(int));
+    memset(nb->list_dirty, 0, n);
+    nb->irr_on_device = 0;
+    if (nb->ops->irr_open) {
+        int st = nb->ops->irr_open(nb->state, nb->capacity, lmax, &nb->irr_on_device);
+        if (st != GPUNB_OK) {
+            free_lists(nb);
+            return st;
+        }
+    }
+    nb->irr_lmax = lmax;
+    nb->irr_predicted = 0; /* the device lays its records out at a predict */
+    return GPUNB_OK;
+}
+
+int gpunb_set_list(gpunb *nb, int j, int n, const int *members)
+{
+    if (!nb)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_list: called before gpunb_open (handle is NULL)");
+    if (!nb->irr_lmax)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_list: no room for lists: call gpunb_irr_open first");
+    if (nb->firr_in_flight)
+        return refuse_irregular_in_flight("gpunb_set_list");
+    if (j < 0 || j >= nb->capacity)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_list: j = %d is outside 0..%d (the capacity given at open)",
+                          j, nb->capacity - 1);
+    if (n < 0 || n > nb->irr_lmax - 1)
+        return gpunb_fail(GPUNB_EUSAGE,
+                          "gpunb_set_list: n = %d members for j-particle %d is outside 0..%d (lmax - 1 of gpunb_irr_open)",
+                          n, j, nb->irr_lmax - 1);
+    if (n > 0 && !members)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_list: members is NULL for n = %d (j-particle %d)", n, j);
+    for (int k = 0; k < n; k++) {
+        const int m = members[k];
+        if (m < 0 || m >= nb->capacity)
+            return gpunb_fail(GPUNB_EUSAGE,
+                              "gpunb_set_list: members[%d] = %d of j-particle %d is outside 0..%d", k, m, j,
+                              nb->capacity - 1);
+        if (m == j)
+            return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_list: members[%d] = %d is j-particle %d itself", k, m, j);
+        if (!nb->known[m])
+            return gpunb_fail(GPUNB_EUSAGE,
+                              "gpunb_set_list: members[%d] = %d of j-particle %d was never set with "
+                              "gpunb_set_jparticle",
+                              k, m, j);
+    }
+    int *row = nb->lists + (size_t)j * (size_t)nb->irr_lmax;
+    row[0] = n;
+    if (n > 0)
+        memcpy(row + 1, members, sizeof(int) * (size_t)n);
+    nb->list_count[j] = n;
+    if (!nb->list_dirty[j])
+        nb->list_dirty[j] = 1;
+    return GPUNB_OK;
+}
+
+/* The irregular force in double on the host, from the records and lists as
+ * they are: each particle and member predicted as gpunb_predict does. */
+NO_CONTRACTION static void host_irregular(gpunb *nb, int ni, const int *j_index, double t)
+{
+    const gpunb_jrecord *rec = nb->rec;
+    const int lmax = nb->irr_lmax;
+#pragma omp parallel for schedule(dynamic, 16) if (ni > 64)
+    for (int n = 0; n < ni; n++) {
+        const int i = j_index[n];
+        const int *row = nb->lists + (size_t)i * (size_t)lmax;
+        double xi[3], vi[3], a[3] = {0, 0, 0}, jk[3] = {0, 0, 0};
+        predict_record(&rec[i], t, xi, vi);
+        for (int l = 1; l <= row[0]; l++) {
+            const gpunb_jrecord *r = &rec[row[l]];
+            double xk[3], vk[3], dx[3], dv[3];
+            predict_record(r, t, xk, vk);
+            for (int c = 0; c < 3; c++) {
+                dx[c] = xk[c] - xi[c];
+                dv[c] = vk[c] - vi[c];
+            }
+            const double r2 = dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2];
+            if (r2 == 0.0)
+                continue;
+            const double rinv2 = 1.0 / r2, mr3 = r->m * rinv2 * sqrt(rinv2);
+            const double rv = 3.0 * (dx[0] * dv[0] + dx[1] * dv[1] + dx[2] * dv[2]) * rinv2;
+            for (int c = 0; c < 3; c++) {
+                a[c] += mr3 * dx[c];
+                jk[c] += mr3 * (dv[c] - rv * dx[c]);
+            }
+        }
+        memcpy(nb->firr_acc[n], a, sizeof a);
+        memcpy(nb->firr_jrk[n], jk, sizeof jk);
+    }
+}
+
+int gpunb_firr_start(gpunb *nb, int ni, const int *j_index, double t)
+{
+    double t0 = nb6_clock();
+    int st;
+
+    if (!nb)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_start: called before gpunb_open (handle is NULL)");
+    if (nb->firr_in_flight)
+        return refuse_irregular_in_flight("gpunb_firr_start");
+    if (!nb->irr_lmax)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_start: no lists: call gpunb_irr_open first");
+    if (!nb->irr_predicted)
+        return gpunb_fail(GPUNB_EUSAGE,
+                          "gpunb_firr_start: the records were never predicted: call gpunb_predict once first");
+    if (ni < 1)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_start: ni = %d, must be at least 1", ni);
+    if (!j_index)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_start: j_index is NULL");
+    if (!isfinite(t))
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_start: time = %g is not finite", t);
+    double pairs = 0.0;
+    for (int n = 0; n < ni; n++) {
+        const int i = j_index[n];
+        if (i < 0 || i >= nb->capacity)
+            return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_start: j_index[%d] = %d is outside 0..%d", n, i,
+                              nb->capacity - 1);
+        if (!nb->known[i])
+            return gpunb_fail(GPUNB_EUSAGE,
+                              "gpunb_firr_start: j_index[%d] = %d was never set with gpunb_set_jparticle", n, i);
+        pairs += nb->list_count[i];
+    }
+    if (ni > nb->firr_cap) {
+        nb6_free(nb->firr_acc);
+        nb6_free(nb->firr_jrk);
+        nb->firr_acc = nb6_alloc((size_t)ni * sizeof(double[3]));
+        nb->firr_jrk = nb6_alloc((size_t)ni * sizeof(double[3]));
+        nb->firr_cap = nb->firr_acc && nb->firr_jrk ? ni : 0;
+        if (!nb->firr_cap)
+            return gpunb_fail(GPUNB_ERESOURCE, "gpunb_firr_start: out of host memory for ni = %d", ni);
+    }
+    if (nb->irr_on_device) {
+        /* The records and lists changed since the device last took them;
+         * many changed records go as one copy of them all. */
+        const int ndirty = count_dirty(nb->dirty, nb->capacity), listed = ndirty < nb->capacity / 4;
+        if (listed)
+            gather_dirty(nb->dirty, nb->capacity, nb->dirty_list);
+        const int nlists = gather_dirty(nb->list_dirty, nb->capacity, nb->list_dirty_index);
+        if (atomic_load(&nb->records_busy)) { /* a full copy of the last call may still read rec */
+            if ((st = nb->ops->records_wait(nb->state)) != GPUNB_OK)
+                return st;
+            atomic_store(&nb->records_busy, 0);
+        }
+        st = nb->ops->firr_start(nb->state, ni, j_index, t, nb->rec, nb->capacity, ndirty,
+                                 listed ? nb->dirty_list : NULL, nb->lists, nlists, nb->list_dirty_index);
+        if (!listed && ndirty > 0)
+            atomic_store(&nb->records_busy, 1); /* also after a failure half-way */
+        if (st != GPUNB_OK) /* the flags stay: upload again next time */
+            return st;
+        if (listed)
+            for (int k = 0; k < ndirty; k++)
+                nb->dirty[nb->dirty_list[k]] = 0;
+        else
+            memset(nb->dirty, 0, (size_t)nb->capacity);
+        for (int k = 0; k < nlists; k++)
+            nb->list_dirty[nb->list_dirty_index[k]] = 0;
+    } else {
+        host_irregular(nb, ni, j_index, t);
+    }
+    nb->firr_in_flight = 1;
+    nb->firr_ni = ni;
+    nb->firr_pairs = pairs;
+    nb->stats.time_irregular += nb6_clock() - t0;
+    return GPUNB_OK;
+}
+
+int gpunb_firr_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3])
+{
+    double t0 = nb6_clock();
+    int st = GPUNB_OK;
+
+    if (!nb)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_finish: called before gpunb_open (handle is NULL)");
+    if (!nb->firr_in_flight)
+        return gpunb_fail(GPUNB_EUSAGE,
+                          "gpunb_firr_finish: no irregular force in flight: call gpunb_firr_start first");
+    if (!acc || !jrk)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_finish: a NULL array (acc or jrk)");
+    nb->firr_in_flight = 0;
+    if (nb->irr_on_device) {
+        st = nb->ops->firr_finish(nb->state, acc, jrk);
+    } else {
+        memcpy(acc, nb->firr_acc, (size_t)nb->firr_ni * sizeof(double[3]));
+        memcpy(jrk, nb->firr_jrk, (size_t)nb->firr_ni * sizeof(double[3]));
+    }
+    if (st != GPUNB_OK)
+        return st;
+    nb->stats.firr_calls++;
+    nb->stats.firr_on_device += nb->irr_on_device;
+    nb->stats.irr_pairs += nb->firr_pairs;
+    nb->stats.time_irregular += nb6_clock() - t0;
     return GPUNB_OK;
 }
 

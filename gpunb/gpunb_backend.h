@@ -66,6 +66,22 @@ typedef struct gpunb_backend_ops {
     /* Wait for the launched force and write it as regf does. */
     int (*regf_finish)(void *state, double (*acc)[3], double (*jrk)[3], double *pot, int *list,
                        double *t_force, double *t_gather);
+    /* The irregular force over neighbour lists (optional: when NULL, or
+     * when irr_open says the host is to compute it, gpunb_api.c computes it
+     * on the host from rec and the lists).  irr_open: the lists are rows of
+     * lmax ints (count, then members) for j-particles 0..capacity-1; sets
+     * *on_device to 1 when firr_start runs on the device. */
+    int (*irr_open)(void *state, int capacity, int lmax, int *on_device);
+    /* Bring the device's records and lists up to date (records: the ndirty
+     * of 0..nrec-1 listed ascending in dirty, or all of them when dirty is
+     * NULL; lists: rows list_index[0..nlists-1] of lists, ascending), then
+     * launch the force on i_index[0..ni-1] at t; do not wait.  A full copy
+     * of the records may go on reading rec until records_wait. */
+    int (*firr_start)(void *state, int ni, const int *i_index, double t, const gpunb_jrecord *rec,
+                      int nrec, int ndirty, const int *dirty, const int *lists, int nlists,
+                      const int *list_index);
+    /* Wait for the launched irregular force and write acc, jrk (ni rows). */
+    int (*firr_finish)(void *state, double (*acc)[3], double (*jrk)[3]);
     /* i-particles recomputed by a more precise kernel so far (optional). */
     long long (*i_redone)(const void *state);
 } gpunb_backend_ops;

@@ -100,6 +100,23 @@ typedef struct cuda_gpu {
     unsigned char *d_stage, *h_stage;
     long rec_cap;
     int4 *d_iidx; /* i as j-set members (gpunb_regf_start), NI_CHUNK entries */
+    /* Irregular force (one GPU): its own stream, of the highest priority so
+     * that its small launches pass a regular force in flight; the list rows
+     * (capacity x lmax ints); the indices of changed records and lists, the
+     * i and the results in mapped pinned memory (the kernels read and write
+     * them there: no copies to order), and the device addresses of the
+     * host's records and lists, which the GPU reads the changed ones from.
+     * ev_jset: the last prediction has read the records (the irregular
+     * stream may overwrite them then); ev_irr_records: its own full copy of
+     * the host's records is done; ev_irr: its force is done. */
+    cudaStream_t irr;
+    cudaEvent_t ev_jset, ev_irr_records, ev_irr;
+    int *d_lists;
+    int *h_rec_changed, *d_rec_changed, *h_list_changed, *d_list_changed; /* capacity each */
+    const void *host_rec, *host_lists, *host_rec_dev, *host_lists_dev;
+    int *h_irr_idx, *d_irr_idx;
+    double *h_irr_out, *d_irr_out;
+    int irr_cap;
 } cuda_gpu;
 
 typedef struct cuda_state {
@@ -132,6 +149,7 @@ typedef struct cuda_state {
     const gpunb_jrecord *rec;
     double t_pred;
     int4 *h_iidx; /* pinned, NI_CHUNK */
+    int irr_lmax, irr_ni; /* irregular force: list row length; i of the launch */
     /* The force between regf_start and regf_finish. */
     enum { PENDING_NONE, PENDING_LAUNCHED, PENDING_DEFERRED } p_mode;
     int p_ni, p_lmax, p_limit, p_direct, p_cap, p_have_x;
@@ -197,6 +215,21 @@ static void free_gpu(cuda_gpu *g)
     cudaFree(g->d_stage);
     cudaFreeHost(g->h_stage);
     cudaFree(g->d_iidx);
+    if (g->irr) /* nothing may still run on what goes next */
+        cudaStreamSynchronize(g->irr);
+    cudaFree(g->d_lists);
+    cudaFreeHost(g->h_rec_changed);
+    cudaFreeHost(g->h_list_changed);
+    cudaFreeHost(g->h_irr_idx);
+    cudaFreeHost(g->h_irr_out);
+    if (g->ev_jset)
+        cudaEventDestroy(g->ev_jset);
+    if (g->ev_irr_records)
+        cudaEventDestroy(g->ev_irr_records);
+    if (g->ev_irr)
+        cudaEventDestroy(g->ev_irr);
+    if (g->irr)
+        cudaStreamDestroy(g->irr);
     if (g->ev_force0)
         cudaEventDestroy(g->ev_force0);
     if (g->ev_force1)
@@ -919,13 +952,14 @@ _Static_assert(sizeof(gpunb_cuda_jrec) == sizeof(gpunb_jrecord) &&
                    offsetof(gpunb_cuda_jrec, t0) == offsetof(gpunb_jrecord, t0),
                "the GPU's record must be the host's gpunb_jrecord");
 
-/* The host's records, pinned: the GPUs copy them by DMA straight from where
- * gpunb_set_jparticle wrote them. */
+/* The host's records (and lists), pinned and mapped: the GPUs copy them by
+ * DMA, or read the changed ones, straight from where gpunb_set_jparticle
+ * (gpunb_set_list) wrote them. */
 static void *cuda_alloc_records(void *state, size_t bytes)
 {
     void *p = NULL;
     (void)state;
-    if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess)
+    if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable | cudaHostAllocMapped) != cudaSuccess)
         return NULL;
     memset(p, 0, bytes);
     return p;
@@ -944,6 +978,8 @@ static int cuda_records_wait(void *state)
         cuda_gpu *g = &s->gpu[k];
         CHECK(g, cudaSetDevice(g->device));
         CHECK(g, cudaEventSynchronize(g->ev_records));
+        if (g->ev_irr_records)
+            CHECK(g, cudaEventSynchronize(g->ev_irr_records));
     }
     return GPUNB_OK;
 }
@@ -1006,6 +1042,8 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
     memcpy(o.v, s->vorigin, sizeof o.v);
     CHECK(g, gpunb_cuda_launch_predict(g->d_rec, g->nj, (int)(g->ntiles * GPUNB_CUDA_TILE_J), t, &o,
                                        g->d_jpos, g->d_jvel, g->d_jlo, g->stream));
+    if (g->ev_jset)
+        CHECK(g, cudaEventRecord(g->ev_jset, g->stream));
     return GPUNB_OK;
 }
 
@@ -1149,6 +1187,135 @@ static int cuda_regf_finish(void *state, double (*acc)[3], double (*jrk)[3], dou
     return st;
 }
 
+/* ---- Irregular force over neighbour lists (one GPU) -------------------- */
+
+/* pinned host memory that the GPU reads or writes in place */
+static int mapped_alloc(cuda_gpu *g, void **host, void **device, size_t bytes)
+{
+    CHECK(g, cudaHostAlloc(host, bytes, cudaHostAllocPortable | cudaHostAllocMapped));
+    CHECK(g, cudaHostGetDevicePointer(device, *host, 0));
+    return GPUNB_OK;
+}
+
+static int cuda_irr_open(void *state, int capacity, int lmax, int *on_device)
+{
+    cuda_state *s = state;
+    cuda_gpu *g = &s->gpu[0];
+    int st, least, greatest;
+
+    (void)capacity;
+    /* Several GPUs hold a range of the records each; the irregular force
+     * needs every member's record on one GPU, so there the host computes it. */
+    *on_device = 0;
+    if (s->ngpu != 1)
+        return GPUNB_OK;
+    CHECK(g, cudaSetDevice(g->device));
+    if ((st = ensure_records(s, g)) != GPUNB_OK)
+        return st;
+    CHECK(g, cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CHECK(g, cudaStreamCreateWithPriority(&g->irr, cudaStreamNonBlocking, greatest));
+    CHECK(g, cudaEventCreateWithFlags(&g->ev_jset, cudaEventDisableTiming));
+    CHECK(g, cudaEventCreateWithFlags(&g->ev_irr_records, cudaEventDisableTiming));
+    CHECK(g, cudaEventCreateWithFlags(&g->ev_irr, cudaEventDisableTiming));
+    const size_t rows = (size_t)g->rec_cap * (size_t)lmax;
+    CHECK(g, cudaMalloc((void **)&g->d_lists, sizeof(int) * rows));
+    CHECK(g, cudaMemset(g->d_lists, 0, sizeof(int) * rows)); /* every list empty, as on the host */
+    if ((st = mapped_alloc(g, (void **)&g->h_rec_changed, (void **)&g->d_rec_changed,
+                           sizeof(int) * (size_t)g->rec_cap)) != GPUNB_OK ||
+        (st = mapped_alloc(g, (void **)&g->h_list_changed, (void **)&g->d_list_changed,
+                           sizeof(int) * (size_t)g->rec_cap)) != GPUNB_OK)
+        return st;
+    s->irr_lmax = lmax;
+    *on_device = 1;
+    return GPUNB_OK;
+}
+
+/* Room for ni i and their results. */
+static int grow_irr_io(cuda_gpu *g, int ni)
+{
+    int st;
+    if (ni <= g->irr_cap)
+        return GPUNB_OK;
+    const int cap = ni + ni / 2;
+    cudaFreeHost(g->h_irr_idx);
+    cudaFreeHost(g->h_irr_out);
+    g->h_irr_idx = NULL;
+    g->h_irr_out = NULL;
+    g->irr_cap = 0;
+    if ((st = mapped_alloc(g, (void **)&g->h_irr_idx, (void **)&g->d_irr_idx, sizeof(int) * (size_t)cap)) ||
+        (st = mapped_alloc(g, (void **)&g->h_irr_out, (void **)&g->d_irr_out, sizeof(double) * 6 * (size_t)cap)))
+        return st;
+    g->irr_cap = cap;
+    return GPUNB_OK;
+}
+
+/* The device address of pinned host memory, asked once per array. */
+static int device_address(cuda_gpu *g, const void *host, const void **cached_host, const void **cached_dev)
+{
+    if (*cached_host != host) {
+        void *dev = NULL;
+        CHECK(g, cudaHostGetDevicePointer(&dev, (void *)host, 0));
+        *cached_host = host;
+        *cached_dev = dev;
+    }
+    return GPUNB_OK;
+}
+
+static int cuda_firr_start(void *state, int ni, const int *i_index, double t, const gpunb_jrecord *rec,
+                           int nrec, int ndirty, const int *dirty, const int *lists, int nlists,
+                           const int *list_index)
+{
+    cuda_state *s = state;
+    cuda_gpu *g = &s->gpu[0];
+    int st;
+
+    CHECK(g, cudaSetDevice(g->device));
+    if ((st = grow_irr_io(g, ni)) != GPUNB_OK)
+        return st;
+    /* The records may be overwritten once the last prediction has read them. */
+    CHECK(g, cudaStreamWaitEvent(g->irr, g->ev_jset, 0));
+    if (ndirty > 0 && !dirty) {
+        CHECK(g, cudaMemcpyAsync(g->d_rec, rec, sizeof(gpunb_cuda_jrec) * (size_t)nrec, cudaMemcpyHostToDevice,
+                                 g->irr));
+        CHECK(g, cudaEventRecord(g->ev_irr_records, g->irr));
+    } else if (ndirty > 0) {
+        if ((st = device_address(g, rec, &g->host_rec, &g->host_rec_dev)) != GPUNB_OK)
+            return st;
+        memcpy(g->h_rec_changed, dirty, sizeof(int) * (size_t)ndirty);
+        CHECK(g, gpunb_cuda_launch_record_pull((const gpunb_cuda_jrec *)g->host_rec_dev, g->d_rec_changed, ndirty,
+                                               g->d_rec, g->irr));
+    }
+    if (nlists > 0) {
+        if ((st = device_address(g, lists, &g->host_lists, &g->host_lists_dev)) != GPUNB_OK)
+            return st;
+        memcpy(g->h_list_changed, list_index, sizeof(int) * (size_t)nlists);
+        CHECK(g, gpunb_cuda_launch_list_pull((const int *)g->host_lists_dev, s->irr_lmax, g->d_list_changed, nlists,
+                                             g->d_lists, g->irr));
+    }
+    memcpy(g->h_irr_idx, i_index, sizeof(int) * (size_t)ni);
+    CHECK(g, gpunb_cuda_launch_irregular(g->d_rec, g->d_lists, s->irr_lmax, g->d_irr_idx, ni, t, g->d_irr_out,
+                                         g->irr));
+    CHECK(g, cudaEventRecord(g->ev_irr, g->irr));
+    s->irr_ni = ni;
+    return GPUNB_OK;
+}
+
+static int cuda_firr_finish(void *state, double (*acc)[3], double (*jrk)[3])
+{
+    cuda_state *s = state;
+    cuda_gpu *g = &s->gpu[0];
+
+    CHECK(g, cudaSetDevice(g->device));
+    CHECK(g, cudaEventSynchronize(g->ev_irr));
+    const double *out = g->h_irr_out;
+    for (int q = 0; q < s->irr_ni; q++)
+        for (int c = 0; c < 3; c++) {
+            acc[q][c] = out[6 * (size_t)q + c];
+            jrk[q][c] = out[6 * (size_t)q + 3 + c];
+        }
+    return GPUNB_OK;
+}
+
 static long long cuda_i_redone(const void *state) { return ((const cuda_state *)state)->redone; }
 
 const gpunb_backend_ops gpunb_backend_cuda = {
@@ -1163,6 +1330,9 @@ const gpunb_backend_ops gpunb_backend_cuda = {
     .records_wait = cuda_records_wait,
     .regf_start = cuda_regf_start,
     .regf_finish = cuda_regf_finish,
+    .irr_open = cuda_irr_open,
+    .firr_start = cuda_firr_start,
+    .firr_finish = cuda_firr_finish,
     .i_redone = cuda_i_redone,
 };
 

@@ -99,6 +99,10 @@ typedef struct gpunb_cuda_origin {
 /* Threads per block of the prediction and record-scatter kernels. */
 #define GPUNB_CUDA_PREDICT_THREADS 256
 
+/* Threads per block of the irregular-force and list-scatter kernels (a
+ * warp per particle or list). */
+#define GPUNB_CUDA_IRR_THREADS 128
+
 /* A particle for the double-precision potential kernel. */
 typedef struct gpunb_cuda_xm {
     double x, y, z, m;

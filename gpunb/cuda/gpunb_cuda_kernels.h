@@ -87,6 +87,22 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_predict(const gpunb_cuda_jrec *rec, i
                                                    double t, const gpunb_cuda_origin *o, float4 *jpos,
                                                    float4 *jvel, float4 *jlo, cudaStream_t stream);
 
+/* Changed records and lists pulled by the GPU straight from the host's
+ * pinned arrays (host_rec, host_lists: their device addresses): for k < n,
+ * rec[index[k]] = host_rec[index[k]]; list row index[k] (lmax ints: count,
+ * members) copied from host_lists. */
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_record_pull(const gpunb_cuda_jrec *host_rec, const int *index, int n,
+                                                       gpunb_cuda_jrec *rec, cudaStream_t stream);
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_list_pull(const int *host_lists, int lmax, const int *index, int n,
+                                                     int *lists, cudaStream_t stream);
+
+/* The irregular force in double on i = idx[q], q < ni, at time t: i and the
+ * members of its row of lists (lmax ints: count, members) predicted from
+ * rec; out[6 q ..] = acc x, y, z, jerk x, y, z. */
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_irregular(const gpunb_cuda_jrec *rec, const int *lists, int lmax,
+                                                     const int *idx, int ni, double t, double *out,
+                                                     cudaStream_t stream);
+
 /* Resident force blocks per multiprocessor of the variant min_blocks (for
  * sizing the j split). */
 NB6_INTERNAL cudaError_t gpunb_cuda_force_occupancy(int min_blocks, int *blocks_per_sm);
@@ -109,6 +125,26 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_potential(const gpunb_cuda_xm *xm, in
 #endif
 
 #ifdef __CUDACC__
+/* Predict record r to time t in double, NBODY6's Horner form with no
+ * contraction into FMA (__dmul_rn/__dadd_rn): bit-identical to the host's
+ * prediction in gpunb_api.c and gpunb_cuda.c (fp-contract off). */
+static __device__ __forceinline__ void gpunb_cuda_predict_record(const gpunb_cuda_jrec *r, double t, double x[3],
+                                                                 double v[3])
+{
+    const double dt = __dadd_rn(t, -r->t0);
+#pragma unroll
+    for (int k = 0; k < 3; k++) {
+        const double a2 = r->f_half[k], j6 = r->fdot_sixth[k];
+        /* x0 + dt (v0 + dt (a2 + dt j6)) */
+        double s = __dadd_rn(a2, __dmul_rn(dt, j6));
+        s = __dadd_rn(r->v0[k], __dmul_rn(dt, s));
+        x[k] = __dadd_rn(r->x0[k], __dmul_rn(dt, s));
+        /* v0 + (2 dt) (a2 + (1.5 dt) j6) */
+        const double w = __dadd_rn(a2, __dmul_rn(__dmul_rn(1.5, dt), j6));
+        v[k] = __dadd_rn(r->v0[k], __dmul_rn(__dmul_rn(2.0, dt), w));
+    }
+}
+
 /* Partial-sum component c (GPUNB_CUDA_NPARTIAL order: acc x,y,z, jerk
  * x,y,z, potential) of i's total into its result: the reduction and the
  * fused gathering kernel store through this one mapping. */

@@ -37,19 +37,8 @@ gpunb_predict_kernel(const gpunb_cuda_jrec *__restrict__ rec, int nj, int npad, 
     float4 p = make_float4(0, 0, 0, 0), u = p, l = p; /* padding: massless, adds nothing */
     if (q < nj) {
         const gpunb_cuda_jrec *r = rec + q;
-        const double dt = __dadd_rn(t, -r->t0);
         double x[3], v[3];
-#pragma unroll
-        for (int k = 0; k < 3; k++) {
-            const double a2 = r->f_half[k], j6 = r->fdot_sixth[k];
-            /* x0 + dt (v0 + dt (a2 + dt j6)) */
-            double s = __dadd_rn(a2, __dmul_rn(dt, j6));
-            s = __dadd_rn(r->v0[k], __dmul_rn(dt, s));
-            x[k] = __dadd_rn(r->x0[k], __dmul_rn(dt, s));
-            /* v0 + (2 dt) (a2 + (1.5 dt) j6) */
-            const double w = __dadd_rn(a2, __dmul_rn(__dmul_rn(1.5, dt), j6));
-            v[k] = __dadd_rn(r->v0[k], __dmul_rn(__dmul_rn(2.0, dt), w));
-        }
+        gpunb_cuda_predict_record(r, t, x, v);
         split_rn(__dadd_rn(x[0], -o.x[0]), &p.x, &l.x);
         split_rn(__dadd_rn(x[1], -o.x[1]), &p.y, &l.y);
         split_rn(__dadd_rn(x[2], -o.x[2]), &p.z, &l.z);

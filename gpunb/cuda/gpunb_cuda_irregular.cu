@@ -1,0 +1,118 @@
+/* gpunb_cuda_irregular.cu -- the Ahmad-Cohen irregular force on the GPU
+ * from the resident records and the neighbour lists the GPU keeps: the
+ * records and lists the host changed are pulled into place, then a warp per
+ * i-particle predicts i and its members and sums in double.
+ *
+ * Why a warp per i: lists are short (tens to a few hundred members), so one
+ * thread per i would leave most lanes idle on the long lists and serialise
+ * each member's record load; with a warp the lanes fetch 32 members' records
+ * at once, and the sums meet in a butterfly of shuffles.  Everything is in
+ * double: the work is a few 10^7 pairs per large block, small beside the
+ * loads of scattered 128-byte records, which set the time. */
+#include "gpunb_cuda_kernels.h"
+
+#define FULL_MASK 0xffffffffu
+
+/* Reads over PCIe, many in flight: the host spends no time packing what
+ * changed (a serial pass over tens of thousands of scattered rows cost
+ * milliseconds per regular block). */
+static __global__ void __launch_bounds__(GPUNB_CUDA_PREDICT_THREADS)
+gpunb_record_pull_kernel(const gpunb_cuda_jrec *__restrict__ host_rec, const int *__restrict__ index, int n,
+                         gpunb_cuda_jrec *__restrict__ rec)
+{
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < n) {
+        const int j = index[k];
+        rec[j] = host_rec[j];
+    }
+}
+
+static __global__ void __launch_bounds__(GPUNB_CUDA_IRR_THREADS)
+gpunb_list_pull_kernel(const int *__restrict__ host_lists, int lmax, const int *__restrict__ index, int n,
+                       int *__restrict__ lists)
+{
+    const int q = (int)((blockIdx.x * (unsigned)blockDim.x + threadIdx.x) / 32u), lane = (int)(threadIdx.x & 31u);
+    if (q >= n)
+        return;
+    const size_t at = (size_t)index[q] * (size_t)lmax;
+    const int count = host_lists[at];
+    for (int l = lane; l <= count; l += 32)
+        lists[at + l] = host_lists[at + l];
+}
+
+static __global__ void __launch_bounds__(GPUNB_CUDA_IRR_THREADS)
+gpunb_irregular_kernel(const gpunb_cuda_jrec *__restrict__ rec, const int *__restrict__ lists, int lmax,
+                       const int *__restrict__ idx, int ni, double t, double *__restrict__ out)
+{
+    const int q = (int)((blockIdx.x * (unsigned)blockDim.x + threadIdx.x) / 32u), lane = (int)(threadIdx.x & 31u);
+    if (q >= ni) /* the whole warp leaves together: the shuffles below see all 32 lanes */
+        return;
+    const int i = idx[q];
+    const int *row = lists + (size_t)i * (size_t)lmax;
+    const int count = row[0];
+    double xi[3], vi[3], a[3] = {0.0, 0.0, 0.0}, jk[3] = {0.0, 0.0, 0.0};
+    gpunb_cuda_predict_record(rec + i, t, xi, vi);
+    for (int l = lane; l < count; l += 32) {
+        const gpunb_cuda_jrec *r = rec + row[1 + l];
+        double xk[3], vk[3], dx[3], dv[3];
+        gpunb_cuda_predict_record(r, t, xk, vk);
+#pragma unroll
+        for (int c = 0; c < 3; c++) {
+            dx[c] = xk[c] - xi[c];
+            dv[c] = vk[c] - vi[c];
+        }
+        const double r2 = dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2];
+        if (r2 > 0.0) {
+            const double rinv = rsqrt(r2), rinv2 = rinv * rinv, mr3 = r->m * rinv * rinv2;
+            const double rv = 3.0 * (dx[0] * dv[0] + dx[1] * dv[1] + dx[2] * dv[2]) * rinv2;
+#pragma unroll
+            for (int c = 0; c < 3; c++) {
+                a[c] += mr3 * dx[c];
+                jk[c] += mr3 * (dv[c] - rv * dx[c]);
+            }
+        }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+        for (int c = 0; c < 3; c++) {
+            a[c] += __shfl_xor_sync(FULL_MASK, a[c], off);
+            jk[c] += __shfl_xor_sync(FULL_MASK, jk[c], off);
+        }
+    if (lane < 6)
+        out[6 * (size_t)q + lane] = lane < 3 ? a[lane] : jk[lane - 3];
+}
+
+static unsigned warps_to_blocks(int warps)
+{
+    const int per_block = GPUNB_CUDA_IRR_THREADS / 32;
+    return (unsigned)((warps + per_block - 1) / per_block);
+}
+
+extern "C" cudaError_t gpunb_cuda_launch_record_pull(const gpunb_cuda_jrec *host_rec, const int *index, int n,
+                                                     gpunb_cuda_jrec *rec, cudaStream_t stream)
+{
+    const int nt = GPUNB_CUDA_PREDICT_THREADS;
+    if (n > 0)
+        gpunb_record_pull_kernel<<<(n + nt - 1) / nt, nt, 0, stream>>>(host_rec, index, n, rec);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t gpunb_cuda_launch_list_pull(const int *host_lists, int lmax, const int *index, int n,
+                                                   int *lists, cudaStream_t stream)
+{
+    if (n > 0)
+        gpunb_list_pull_kernel<<<warps_to_blocks(n), GPUNB_CUDA_IRR_THREADS, 0, stream>>>(host_lists, lmax, index,
+                                                                                         n, lists);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t gpunb_cuda_launch_irregular(const gpunb_cuda_jrec *rec, const int *lists, int lmax,
+                                                   const int *idx, int ni, double t, double *out,
+                                                   cudaStream_t stream)
+{
+    if (ni > 0)
+        gpunb_irregular_kernel<<<warps_to_blocks(ni), GPUNB_CUDA_IRR_THREADS, 0, stream>>>(rec, lists, lmax, idx,
+                                                                                         ni, t, out);
+    return cudaGetLastError();
+}
