@@ -50,6 +50,7 @@ contains
     nn = n + 100
     lm = lmax
     call gpuirr_open(nn, lm)
+    if (gpu_irr_min > 0) call gpunb_irr_open(lm)
   end subroutine forces_open
 
   subroutine forces_close()
@@ -273,6 +274,7 @@ contains
     integer(c_int) :: ii
     ii = i
     call gpuirr_set_list(ii, column)
+    if (gpu_irr_min > 0) call gpunb_set_list(ii, column)
   end subroutine set_list
 
   !> Forces, derivatives, lists and first steps of all bodies at time 0 from

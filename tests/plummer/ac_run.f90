@@ -51,6 +51,9 @@ module ac_run
     !> (neighbours then have nearby indices); .false.: the order given.
     !> Off by default: no gain measured at 64k on the H100 box.
     logical :: morton = .false.
+    !> Resident path: blocks of at least this many bodies take the irregular
+    !> force from GPUNB (on the GPU) instead of GPUIRR; 0: never.
+    integer :: gpu_irr_min = 0
   end type run_options
 
   type :: run_result
@@ -69,6 +72,7 @@ module ac_run
     real(dp) :: mean_nb = 0, e0 = 0, e_end = 0, de_over_e = 0, q0 = 0, q_end = 0
     integer(int64) :: noverflow = 0
     logical :: complete = .false., resident = .false., setjp_per_step = .false.
+    integer :: gpu_irr_min = 0
   end type run_result
 
 contains
@@ -113,6 +117,7 @@ contains
     res%nnb_target = nnb_target
     res%resident = resident
     res%setjp_per_step = setjp_per_step
+    res%gpu_irr_min = gpu_irr_min
     res%threads = 1
     !$ res%threads = omp_get_max_threads()
     res%tend = opt%tend
@@ -143,6 +148,8 @@ contains
         write(output_unit, '(3a)') '# GPUNB path: resident j-particles (GPUNB_SET_JP ', &
             trim(merge('per corrected step    ', 'once per regular block', setjp_per_step)), &
             ', GPUNB_PREDICT, GPUNB_REGF_START/FINISH overlapping the irregular work)'
+        if (gpu_irr_min > 0) write(output_unit, '(a,i0,a)') '# irregular force of blocks of >= ', gpu_irr_min, &
+            ' bodies: GPUNB_FIRR_START/FINISH (resident records and lists, in double)'
       else
         write(output_unit, '(a)') '# GPUNB path: NBODY6 GPU2 (CXVPRED + GPUNB_SEND + GPUNB_REGF per regular block)'
       end if
@@ -246,6 +253,10 @@ contains
     eta_i = opt%eta_i
     resident = opt%resident
     setjp_per_step = opt%setjp_per_step
+    gpu_irr_min = merge(max(opt%gpu_irr_min, 0), 0, resident)
+    ! GPUNB's irregular force reads its own records: every corrected step
+    ! must reach them before the next block, not once per regular block.
+    if (gpu_irr_min > 0) setjp_per_step = .true.
     eta_r = opt%eta_r
     nnb_target = opt%nnb_target
     if (nnb_target <= 0) nnb_target = default_nnb_target(n)

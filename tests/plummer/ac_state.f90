@@ -34,6 +34,9 @@ module ac_state
   logical :: resident = .false.
   !> Resident path: GPUNB_SET_JP per corrected step (else per regular block).
   logical :: setjp_per_step = .false.
+  !> Resident path: blocks of at least this many bodies take the irregular
+  !> force from GPUNB (GPUNB_FIRR_START/FINISH) instead of GPUIRR; 0: never.
+  integer :: gpu_irr_min = 0
   real(dp) :: bodym = 0
   !> Neighbour-sphere control (NBODY6's ALPHA, ZNBMIN, ZNBMAX, RSFAC), the
   !> scale radius 0.5 M**2 / POT, the core radius squared, and the step above

@@ -6,7 +6,8 @@
 !>
 !>   plummer_ac [-n N] [-seed S] [-tend T] [-etai E] [-etar E] [-nnb NB]
 !>              [-nbmax NB] [-smax S] [-npact NP] [-nimax NI] [-prefetch K] [-ascending F] [-order O] [-ic FILE] [-dump FILE] [-csv FILE]
-!>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-setjp W] [-profile] [-q]
+!>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-setjp W]
+!>              [-gpu-irr NMIN] [-profile] [-q]
 program plummer_ac
   use, intrinsic :: iso_fortran_env, only: real64, error_unit, output_unit
   use plummer_model, only: plummer_generate, plummer_read
@@ -59,6 +60,7 @@ program plummer_ac
     case ('-prefetch'); opt%prefetch = int_value(arg, val, 0)
     case ('-ascending'); opt%ascending = int_value(arg, val, 0)
     case ('-nimax'); opt%nimax = int_value(arg, val, 1)
+    case ('-gpu-irr'); opt%gpu_irr_min = int_value(arg, val, 0)
     case ('-wall-limit'); opt%wall_limit = real_value(arg, val, 0.0_dp)
     case ('-progress'); opt%progress = real_value(arg, val, 0.0_dp)
     case ('-ic'); ic_file = val
@@ -160,6 +162,9 @@ contains
         '  -setjp W        resident path: GPUNB_SET_JP once per regular block for', &
         '                  the bodies corrected since the last one (block, the', &
         '                  default) or as each body is corrected (step)', &
+        '  -gpu-irr NMIN   resident path: blocks of at least NMIN bodies take the', &
+        '                  irregular force from GPUNB (GPUNB_FIRR_START/FINISH: on', &
+        '                  the GPU, in double) instead of GPUIRR (0: never)', &
         '  -q              no reports, only the final table'
   end subroutine usage
 
