@@ -289,12 +289,8 @@ void gpunb_close(gpunb *nb)
 {
     if (!nb)
         return;
-    if (nb->firr_in_flight && nb->irr_on_device) {
-        double (*scratch)[3] = nb6_alloc((size_t)nb->firr_ni * sizeof(double[3]) * 2);
-        if (scratch) /* else the back-end's close waits for it */
-            nb->ops->firr_finish(nb->state, scratch, scratch + nb->firr_ni);
-        nb6_free(scratch);
-    }
+    if (nb->firr_in_flight && nb->irr_on_device) /* it may still read rec and the lists */
+        nb->ops->firr_finish(nb->state, nb->firr_acc, nb->firr_jrk);
     if (atomic_load(&nb->records_busy))
         nb->ops->records_wait(nb->state);
     free_records(nb);
@@ -536,6 +532,28 @@ static int gather_dirty(const unsigned char *flag, int n, int *list)
     return count;
 }
 
+/* The changed records among 0..n-1, for a back-end to upload: their count,
+ * and (return value) whether they are listed in dirty_list.  When a quarter
+ * or more changed they are not: a copy of all n costs less than a list. */
+static int take_dirty_records(gpunb *nb, int n, int *ndirty)
+{
+    *ndirty = count_dirty(nb->dirty, n);
+    const int listed = *ndirty < n / 4;
+    if (listed)
+        gather_dirty(nb->dirty, n, nb->dirty_list);
+    return listed;
+}
+
+/* After the back-end took them: clear the flags of take_dirty_records. */
+static void clear_dirty_records(gpunb *nb, int n, int ndirty, int listed)
+{
+    if (listed)
+        for (int k = 0; k < ndirty; k++)
+            nb->dirty[nb->dirty_list[k]] = 0;
+    else
+        memset(nb->dirty, 0, (size_t)n);
+}
+
 int gpunb_predict(gpunb *nb, int nj, double t)
 {
     double t0 = nb6_clock();
@@ -558,13 +576,8 @@ int gpunb_predict(gpunb *nb, int nj, double t)
         return gpunb_fail(GPUNB_EUSAGE,
                           "gpunb_predict: j-particle %d of 0..%d was never set with gpunb_set_jparticle",
                           nb->known_prefix, nj - 1);
-    /* The changed records inside the j-set; those beyond nj wait.  When a
-     * quarter or more changed, the back-end copies them all: a list would
-     * cost more than the records it spares. */
-    ndirty = count_dirty(nb->dirty, nj);
-    const int listed = ndirty < nj / 4;
-    if (listed)
-        gather_dirty(nb->dirty, nj, nb->dirty_list);
+    /* The changed records inside the j-set; those beyond nj wait. */
+    const int listed = take_dirty_records(nb, nj, &ndirty);
     nb->nj = 0;
     nb->predicted = 0;
     if (nb->ops->predict) {
@@ -578,11 +591,7 @@ int gpunb_predict(gpunb *nb, int nj, double t)
     }
     if (st != GPUNB_OK) /* the list stays: upload again next time */
         return st;
-    if (listed)
-        for (int k = 0; k < ndirty; k++)
-            nb->dirty[nb->dirty_list[k]] = 0;
-    else
-        memset(nb->dirty, 0, (size_t)nj);
+    clear_dirty_records(nb, nj, ndirty, listed);
     nb->nj = nj;
     nb->predicted = 1;
     nb->irr_predicted = 1;
@@ -853,28 +862,18 @@ int gpunb_firr_start(gpunb *nb, int ni, const int *j_index, double t)
             return gpunb_fail(GPUNB_ERESOURCE, "gpunb_firr_start: out of host memory for ni = %d", ni);
     }
     if (nb->irr_on_device) {
-        /* The records and lists changed since the device last took them;
-         * many changed records go as one copy of them all. */
-        const int ndirty = count_dirty(nb->dirty, nb->capacity), listed = ndirty < nb->capacity / 4;
-        if (listed)
-            gather_dirty(nb->dirty, nb->capacity, nb->dirty_list);
+        /* The records (of the whole capacity: a list may name any set
+         * particle) and lists changed since the device last took them. */
+        int ndirty;
+        const int listed = take_dirty_records(nb, nb->capacity, &ndirty);
         const int nlists = gather_dirty(nb->list_dirty, nb->capacity, nb->list_dirty_index);
-        if (atomic_load(&nb->records_busy)) { /* a full copy of the last call may still read rec */
-            if ((st = nb->ops->records_wait(nb->state)) != GPUNB_OK)
-                return st;
-            atomic_store(&nb->records_busy, 0);
-        }
         st = nb->ops->firr_start(nb->state, ni, j_index, t, nb->rec, nb->capacity, ndirty,
                                  listed ? nb->dirty_list : NULL, nb->lists, nlists, nb->list_dirty_index);
         if (!listed && ndirty > 0)
             atomic_store(&nb->records_busy, 1); /* also after a failure half-way */
         if (st != GPUNB_OK) /* the flags stay: upload again next time */
             return st;
-        if (listed)
-            for (int k = 0; k < ndirty; k++)
-                nb->dirty[nb->dirty_list[k]] = 0;
-        else
-            memset(nb->dirty, 0, (size_t)nb->capacity);
+        clear_dirty_records(nb, nb->capacity, ndirty, listed);
         for (int k = 0; k < nlists; k++)
             nb->list_dirty[nb->list_dirty_index[k]] = 0;
     } else {
