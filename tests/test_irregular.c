@@ -230,27 +230,18 @@ static int set_record(gpunb *nb, const jset *s, int j)
 
 /* The documented prediction, in the same Horner form and without
  * contraction, as gpunb_predict states it. */
-NO_CONTRACT static void predict_all(jset *s, double t)
+static void predict_all(jset *s, double t)
 {
-    for (int j = 0; j < s->n; j++) {
-        double dt = t - s->t0[j];
-        for (int k = 0; k < 3; k++) {
-            double a2 = s->fh[j][k], j6 = s->fd[j][k];
-            s->xp[j][k] = s->x0[j][k] + dt * (s->v0[j][k] + dt * (a2 + dt * j6));
-            s->vp[j][k] = s->v0[j][k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
-        }
-    }
+    for (int j = 0; j < s->n; j++)
+        tl_predict(s->x0[j], s->v0[j], s->fh[j], s->fd[j], t - s->t0[j], s->xp[j], s->vp[j]);
 }
 
 /* Correct a record as NBODY6 does after a step: new epoch tc, x0/v0 the
  * prediction there, new force derivatives. */
-NO_CONTRACT static void correct(jset *s, int j, double tc)
+static void correct(jset *s, int j, double tc)
 {
-    double dt = tc - s->t0[j];
+    tl_predict(s->x0[j], s->v0[j], s->fh[j], s->fd[j], tc - s->t0[j], s->x0[j], s->v0[j]);
     for (int k = 0; k < 3; k++) {
-        double a2 = s->fh[j][k], j6 = s->fd[j][k];
-        s->x0[j][k] += dt * (s->v0[j][k] + dt * (a2 + dt * j6));
-        s->v0[j][k] += 2.0 * dt * (a2 + 1.5 * dt * j6);
         s->fh[j][k] = 0.5 * tl_normal();
         s->fd[j][k] = tl_normal() / 6.0;
     }

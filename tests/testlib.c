@@ -211,3 +211,16 @@ int tl_run_child(void (*fn)(void *), void *arg, char *err, size_t len)
         return WEXITSTATUS(status);
     return 128 + WTERMSIG(status);
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("fp-contract=off")))
+#endif
+void tl_predict(const double x0[3], const double v0[3], const double fh[3], const double fd[3], double dt,
+                double x[3], double v[3])
+{
+    for (int k = 0; k < 3; k++) {
+        const double a2 = fh[k], j6 = fd[k];
+        x[k] = x0[k] + dt * (v0[k] + dt * (a2 + dt * j6));
+        v[k] = v0[k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
+    }
+}

@@ -31,6 +31,13 @@ void tl_cluster_free(tl_cluster *c);
 /* Mean mass of the massive particles (NBODY6's BODYM). */
 double tl_cluster_mean_mass(const tl_cluster *c);
 
+/* ---- the documented prediction of a record ---------------------------------
+ * x = x0 + dt (v0 + dt (fh + dt fd)), v = v0 + 2 dt (fh + 1.5 dt fd): NBODY6's
+ * Horner form, compiled without contraction into FMA, as gpunb_predict and
+ * GPUIRR state it (fh = acc/2, fd = jerk/6). */
+void tl_predict(const double x0[3], const double v0[3], const double fh[3], const double fd[3], double dt,
+                double x[3], double v[3]);
+
 /* ---- checks -------------------------------------------------------------- */
 /* |a - b| / |b| for 3-vectors; |a - b| / floor when |b| < floor; 0 when a == b. */
 double tl_relerr3(const double a[3], const double b[3], double floor);

@@ -81,14 +81,8 @@ static void jset_free(jset *s)
 
 static void predict_all(jset *s, double t)
 {
-    for (int j = 0; j < s->n; j++) {
-        double dt = t - s->t0[j];
-        for (int k = 0; k < 3; k++) {
-            double a2 = s->f_half[j][k], j6 = s->fdot_sixth[j][k];
-            s->xp[j][k] = s->x0[j][k] + dt * (s->v0[j][k] + dt * (a2 + dt * j6));
-            s->vp[j][k] = s->v0[j][k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
-        }
-    }
+    for (int j = 0; j < s->n; j++)
+        tl_predict(s->x0[j], s->v0[j], s->f_half[j], s->fdot_sixth[j], t - s->t0[j], s->xp[j], s->vp[j]);
 }
 
 static void set_record(gpunb *nb, const jset *s, int j)
@@ -105,11 +99,8 @@ static void correct_some(jset *s, gpunb *nb, int count, double t)
         do
             j = tl_int(0, s->n - 1);
         while (s->m[j] == 0.0);
-        double dt = t - s->t0[j];
+        tl_predict(s->x0[j], s->v0[j], s->f_half[j], s->fdot_sixth[j], t - s->t0[j], s->x0[j], s->v0[j]);
         for (int k = 0; k < 3; k++) {
-            double a2 = s->f_half[j][k], j6 = s->fdot_sixth[j][k];
-            s->x0[j][k] += dt * (s->v0[j][k] + dt * (a2 + dt * j6));
-            s->v0[j][k] += 2.0 * dt * (a2 + 1.5 * dt * j6);
             s->f_half[j][k] = 0.5 * tl_normal();
             s->fdot_sixth[j][k] = tl_normal() / 6.0;
         }
