@@ -86,6 +86,11 @@ program plummer_ac
     k = k + 2
   end do
 
+  if (opt%gpu_irr_min > 0 .and. .not. opt%resident) then
+    write(error_unit, '(a,i0,a)') 'plummer_ac: -gpu-irr ', opt%gpu_irr_min, &
+        ' needs -resident (GPUNB keeps the records only on the resident path)'
+    stop 2
+  end if
   if (len_trim(ic_file) > 0) then
     call plummer_read(trim(ic_file), n, body, x, v)
   else
