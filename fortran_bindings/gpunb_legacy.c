@@ -76,6 +76,11 @@ void NB6_F_GPUNB_CLOSE(void)
                 st.regf_calls);
     if (st.i_redone > 0)
         fprintf(stderr, "two-float redo: %lld of %lld i-particles\n", st.i_redone, st.i_forced);
+    if (st.firr_calls > 0)
+        fprintf(stderr, "time irr    : %f sec, %lld calls (%lld on the GPU), %.3e pairs\n", st.time_irregular,
+                st.firr_calls, st.firr_on_device, st.irr_pairs);
+    if (st.pushes > 0)
+        fprintf(stderr, "time push   : %f sec, %lld calls\n", st.time_push, st.pushes);
     gpunb_close(default_handle);
     default_handle = NULL;
 }
@@ -164,6 +169,20 @@ void NB6_F_GPUNB_FIRR_START(int *ni, int *ji, double *time)
     for (int i = 0; i < *ni; i++)
         zero_based[i] = ji[i] - 1;
     if (gpunb_firr_start(default_handle, *ni, zero_based, *time) != GPUNB_OK)
+        stop();
+}
+
+void NB6_F_GPUNB_PUSH(void)
+{
+    require_open("GPUNB_PUSH");
+    if (gpunb_push(default_handle) != GPUNB_OK)
+        stop();
+}
+
+void NB6_F_GPUNB_FIRR_DONE(int *done)
+{
+    require_open("GPUNB_FIRR_DONE");
+    if (gpunb_firr_done(default_handle, done) != GPUNB_OK)
         stop();
 }
 

@@ -59,6 +59,8 @@ typedef struct gpunb_stats {
     double irr_pairs;        /* sum of list lengths over irregular forces       */
     long long firr_calls;
     long long firr_on_device; /* of those, computed on the GPU                  */
+    long long pushes;        /* gpunb_push calls that started a copy            */
+    double time_push;        /* s in those calls (the copy itself runs apart)   */
 } gpunb_stats;
 
 /* Version of the nb6accel package, e.g. "0.1.0". */
@@ -174,6 +176,16 @@ GPUNB_API int gpunb_irr_open(gpunb *nb, int lmax);
  * at once for distinct j.  A particle whose list was never set has none. */
 GPUNB_API int gpunb_set_list(gpunb *nb, int j, int n, const int *members);
 
+/* Start copying the records and lists changed since the device last took
+ * them, and return at once: the copy then runs while the host works, not
+ * inside the next gpunb_predict or gpunb_firr_start, which find them there.
+ * gpunb_set_jparticle and gpunb_set_list may go on while it runs (what they
+ * change is copied again by the next call that needs it); not concurrently
+ * with them, nor while an irregular force is in flight.  Does nothing where
+ * the irregular force is computed on the host, and before the first
+ * gpunb_predict after gpunb_irr_open. */
+GPUNB_API int gpunb_push(gpunb *nb);
+
 /* Start the irregular force on the ni >= 1 particles j_index[0..ni-1]
  * (0-based, each set with gpunb_set_jparticle) at time t: every particle and list
  * member predicted from its record as gpunb_predict does, then
@@ -183,6 +195,13 @@ GPUNB_API int gpunb_set_list(gpunb *nb, int j, int n, const int *members);
  * without waiting on the GPU path.  Needs at least one gpunb_predict since
  * gpunb_irr_open (the GPU's records are laid out there). */
 GPUNB_API int gpunb_firr_start(gpunb *nb, int ni, const int *j_index, double t);
+
+/* Whether the irregular force of the last gpunb_firr_start is complete,
+ * without waiting: *done = 1 when gpunb_firr_finish would not wait for the
+ * GPU (always on the host path).  A caller that shares a block between the
+ * GPU and its own host force (GPUIRR) asks after its share, to balance the
+ * two.  The results are still collected by gpunb_firr_finish. */
+GPUNB_API int gpunb_firr_done(gpunb *nb, int *done);
 
 /* Wait for the irregular force of the last gpunb_firr_start; row n of acc
  * and jrk belongs to j_index[n]. */

@@ -63,8 +63,13 @@ struct gpunb {
      * the host path computes it at start into firr_acc, firr_jrk. */
     int firr_in_flight, firr_ni, firr_cap;
     double firr_pairs;
+    int pushed; /* a gpunb_push started a copy: close waits for it */
     double (*firr_acc)[3], (*firr_jrk)[3];
 };
+
+/* From this many particles a call's host loops over them run on all
+ * threads (a parallel region costs a few microseconds). */
+enum { FIRR_PARALLEL_MIN = 4096 };
 
 /* Before the back-end's state goes (its memory may hold rec). */
 static void free_records(gpunb *nb)
@@ -291,7 +296,7 @@ void gpunb_close(gpunb *nb)
         return;
     if (nb->firr_in_flight && nb->irr_on_device) /* it may still read rec and the lists */
         nb->ops->firr_finish(nb->state, nb->firr_acc, nb->firr_jrk);
-    if (atomic_load(&nb->records_busy))
+    if (atomic_load(&nb->records_busy) || nb->pushed) /* a copy may still read rec and the lists */
         nb->ops->records_wait(nb->state);
     free_records(nb);
     free_lists(nb);
@@ -821,6 +826,54 @@ NO_CONTRACTION static void host_irregular(gpunb *nb, int ni, const int *j_index,
     }
 }
 
+/* The records and lists the device lacks: their counts and indices for
+ * ops->firr_start or ops->push; after the back-end took them, take_done
+ * clears their flags. */
+typedef struct device_changes {
+    int ndirty, listed, nlists;
+} device_changes;
+
+static device_changes take_device_changes(gpunb *nb)
+{
+    device_changes c;
+    c.listed = take_dirty_records(nb, nb->capacity, &c.ndirty);
+    c.nlists = gather_dirty(nb->list_dirty, nb->capacity, nb->list_dirty_index);
+    return c;
+}
+
+static void take_done(gpunb *nb, const device_changes *c)
+{
+    clear_dirty_records(nb, nb->capacity, c->ndirty, c->listed);
+    for (int k = 0; k < c->nlists; k++)
+        nb->list_dirty[nb->list_dirty_index[k]] = 0;
+}
+
+int gpunb_push(gpunb *nb)
+{
+    double t0 = nb6_clock();
+    int st;
+
+    if (!nb)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_push: called before gpunb_open (handle is NULL)");
+    if (nb->firr_in_flight)
+        return refuse_irregular_in_flight("gpunb_push");
+    if (!nb->irr_on_device || !nb->irr_predicted)
+        return GPUNB_OK;
+    const device_changes c = take_device_changes(nb);
+    if (c.ndirty == 0 && c.nlists == 0)
+        return GPUNB_OK;
+    /* On failure the flags stay: the next call copies them again. */
+    st = nb->ops->push(nb->state, nb->rec, nb->capacity, c.ndirty, c.listed ? nb->dirty_list : NULL, nb->lists,
+                       c.nlists, nb->list_dirty_index);
+    if (st != GPUNB_OK)
+        return st;
+    take_done(nb, &c);
+    nb->pushed = 1;
+    nb->stats.pushes++;
+    nb->stats.time_push += nb6_clock() - t0;
+    return GPUNB_OK;
+}
+
 int gpunb_firr_start(gpunb *nb, int ni, const int *j_index, double t)
 {
     double t0 = nb6_clock();
@@ -841,16 +894,30 @@ int gpunb_firr_start(gpunb *nb, int ni, const int *j_index, double t)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_start: j_index is NULL");
     if (!isfinite(t))
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_start: time = %g is not finite", t);
+    /* The checks and the pair count read two scattered arrays per particle:
+     * serially they delay the launch of a large block (50k particles) by
+     * tens of microseconds. */
     double pairs = 0.0;
+    int bad = 0;
+    const int capacity = nb->capacity;
+    const unsigned char *known = nb->known;
+    const int *list_count = nb->list_count;
+#pragma omp parallel for if (ni >= FIRR_PARALLEL_MIN) schedule(static) reduction(+ : pairs) reduction(| : bad)
     for (int n = 0; n < ni; n++) {
         const int i = j_index[n];
-        if (i < 0 || i >= nb->capacity)
+        if (i < 0 || i >= capacity || !known[i])
+            bad = 1;
+        else
+            pairs += list_count[i];
+    }
+    for (int n = 0; bad && n < ni; n++) {
+        const int i = j_index[n];
+        if (i < 0 || i >= capacity)
             return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_start: j_index[%d] = %d is outside 0..%d", n, i,
-                              nb->capacity - 1);
-        if (!nb->known[i])
+                              capacity - 1);
+        if (!known[i])
             return gpunb_fail(GPUNB_EUSAGE,
                               "gpunb_firr_start: j_index[%d] = %d was never set with gpunb_set_jparticle", n, i);
-        pairs += nb->list_count[i];
     }
     if (ni > nb->firr_cap) {
         nb6_free(nb->firr_acc);
@@ -863,19 +930,15 @@ int gpunb_firr_start(gpunb *nb, int ni, const int *j_index, double t)
     }
     if (nb->irr_on_device) {
         /* The records (of the whole capacity: a list may name any set
-         * particle) and lists changed since the device last took them. */
-        int ndirty;
-        const int listed = take_dirty_records(nb, nb->capacity, &ndirty);
-        const int nlists = gather_dirty(nb->list_dirty, nb->capacity, nb->list_dirty_index);
-        st = nb->ops->firr_start(nb->state, ni, j_index, t, nb->rec, nb->capacity, ndirty,
-                                 listed ? nb->dirty_list : NULL, nb->lists, nlists, nb->list_dirty_index);
-        if (!listed && ndirty > 0)
-            atomic_store(&nb->records_busy, 1); /* also after a failure half-way */
-        if (st != GPUNB_OK) /* the flags stay: upload again next time */
+         * particle) and lists changed since the device last took them.  A
+         * full copy needs no records_busy: gpunb_firr_finish waits for it,
+         * and nothing may set a record before that. */
+        const device_changes c = take_device_changes(nb);
+        st = nb->ops->firr_start(nb->state, ni, j_index, t, nb->rec, nb->capacity, c.ndirty,
+                                 c.listed ? nb->dirty_list : NULL, nb->lists, c.nlists, nb->list_dirty_index);
+        if (st != GPUNB_OK) /* the flags stay: upload again next time (a copy read half-way is redone) */
             return st;
-        clear_dirty_records(nb, nb->capacity, ndirty, listed);
-        for (int k = 0; k < nlists; k++)
-            nb->list_dirty[nb->list_dirty_index[k]] = 0;
+        take_done(nb, &c);
     } else {
         host_irregular(nb, ni, j_index, t);
     }
@@ -883,6 +946,21 @@ int gpunb_firr_start(gpunb *nb, int ni, const int *j_index, double t)
     nb->firr_ni = ni;
     nb->firr_pairs = pairs;
     nb->stats.time_irregular += nb6_clock() - t0;
+    return GPUNB_OK;
+}
+
+int gpunb_firr_done(gpunb *nb, int *done)
+{
+    if (!nb)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_done: called before gpunb_open (handle is NULL)");
+    if (!done)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_done: done is NULL");
+    if (!nb->firr_in_flight)
+        return gpunb_fail(GPUNB_EUSAGE,
+                          "gpunb_firr_done: no irregular force in flight: call gpunb_firr_start first");
+    *done = 1;
+    if (nb->irr_on_device)
+        return nb->ops->firr_query(nb->state, done);
     return GPUNB_OK;
 }
 

@@ -80,6 +80,16 @@ typedef struct gpunb_backend_ops {
     int (*firr_start)(void *state, int ni, const int *i_index, double t, const gpunb_jrecord *rec,
                       int nrec, int ndirty, const int *dirty, const int *lists, int nlists,
                       const int *list_index);
+    /* Start bringing the device's records and lists up to date as
+     * firr_start does, and return: rec and the rows may change while the
+     * copy runs (the API keeps such records and rows flagged, and copies them
+     * again).  Until then predict and firr_start order their own copies
+     * after it. */
+    int (*push)(void *state, const gpunb_jrecord *rec, int nrec, int ndirty, const int *dirty,
+                const int *lists, int nlists, const int *list_index);
+    /* Whether the launched irregular force is complete (*done), without
+     * waiting. */
+    int (*firr_query)(void *state, int *done);
     /* Wait for the launched irregular force and write acc, jrk (ni rows). */
     int (*firr_finish)(void *state, double (*acc)[3], double (*jrk)[3]);
     /* i-particles recomputed by a more precise kernel so far (optional). */

@@ -1,5 +1,5 @@
 /* test_irregular.c -- the irregular force over neighbour lists from resident
- * records (gpunb_irr_open, gpunb_set_list, gpunb_firr_start/finish) against a
+ * records (gpunb_irr_open, gpunb_set_list, gpunb_firr_start/done/finish) against a
  * double-precision reference computed here from the documented prediction.
  *
  * Fresh random Plummer clusters (tight pairs, merger ghosts), records with
@@ -12,7 +12,10 @@
  * irregular force in flight together with a regular one (neither may disturb
  * the other, and the regular force must match the legacy path on the
  * records as changed); records changed and then predicted (20, half) before
- * a force; the call-order and argument rules; the statistics.
+ * a force; changes pushed (gpunb_push) and changed again before the next
+ * prediction and forces; gpunb_firr_done polled after each start until it
+ * says done;
+ * the call-order and argument rules; the statistics.
  *
  * Built twice from this source: tests/test_irregular (the CPU and reference
  * back-ends) and, with -DTEST_IRREGULAR_CUDA, tests/gpu/test_gpunb_irregular_cuda
@@ -332,7 +335,31 @@ static void compare(const jset *s, int ni, const int *idx, double (*acc)[3], dou
     printf("    %-36s ni %6d: worst relative error acc %.2e jrk %.2e\n", label, ni, wa, wj);
 }
 
-/* One irregular force: start, finish, compare. */
+/* gpunb_firr_done answers 0 or 1 without waiting, and 1 within a few seconds
+ * of a start; at once where the host computes the force (not the GPU). */
+static void poll_until_done(gpunb *nb, const char *label, int ni)
+{
+    const int host_path = strcmp(gpunb_backend_name(nb), "cuda") != 0;
+    const double give_up = now() + 20.0;
+    long polls = 0;
+    int done = -1;
+    for (;;) {
+        done = -1;
+        if (!TL_CHECK(gpunb_firr_done(nb, &done) == GPUNB_OK, "%s: firr_done(ni %d): %s", label, ni,
+                      gpunb_last_error()))
+            return;
+        polls++;
+        if (!TL_CHECK(done == 0 || done == 1, "%s: firr_done(ni %d) set done = %d", label, ni, done))
+            return;
+        if (done || now() > give_up)
+            break;
+    }
+    TL_CHECK(done == 1, "%s: firr_done(ni %d) still 0 after 20 s (%ld polls)", label, ni, polls);
+    if (host_path)
+        TL_CHECK(polls == 1, "%s: firr_done(ni %d) on the host path answered 0 first", label, ni);
+}
+
+/* One irregular force: start, (poll,) finish, compare. */
 static void firr(gpunb *nb, jset *s, expect_stats *ex, int ni, const int *first, int nfirst, double t,
                  const char *label)
 {
@@ -345,6 +372,7 @@ static void firr(gpunb *nb, jset *s, expect_stats *ex, int ni, const int *first,
     int st = gpunb_firr_start(nb, ni, idx, t);
     double t2 = now();
     if (TL_CHECK(st == GPUNB_OK, "%s: firr_start(ni %d): %s", label, ni, gpunb_last_error())) {
+        poll_until_done(nb, label, ni);
         st = gpunb_firr_finish(nb, acc, jrk);
         double t3 = now();
         if (TL_CHECK(st == GPUNB_OK, "%s: firr_finish(ni %d): %s", label, ni, gpunb_last_error())) {
@@ -556,9 +584,29 @@ static void run_set(enum gpunb_backend_kind kind, const char *label, int n, int 
             fails += set_list(nb, &s, j) != GPUNB_OK;
         }
     TL_CHECK(fails == 0, "%s: set_jparticle/set_list of half failed: %s", label, gpunb_last_error());
-    snprintf(lab, sizeof lab, "%s N %d t 0.005 (half changed)", label, n);
+    /* Pushed, and the force at once: it must wait for the push's copies. */
+    TL_CHECK(gpunb_push(nb) == GPUNB_OK, "%s: push of half: %s", label, gpunb_last_error());
+    snprintf(lab, sizeof lab, "%s N %d t 0.005 (half changed, pushed)", label, n);
     firr(nb, &s, &ex, n, NULL, 0, 0.005, lab);
 
+    /* Records and lists changed, pushed, and some changed again while the
+     * push may still copy them; then a prediction, a regular and an
+     * irregular force: all must see the last versions. */
+    for (int q = 0; q < 30; q++) {
+        changed[q] = pick_new(&s, changed, q, g);
+        correct(&s, changed[q], 0.0055);
+        fails += set_record(nb, &s, changed[q]) != GPUNB_OK;
+        make_list(&s, changed[q]);
+        fails += set_list(nb, &s, changed[q]) != GPUNB_OK;
+    }
+    TL_CHECK(gpunb_push(nb) == GPUNB_OK, "%s: push of 30: %s", label, gpunb_last_error());
+    for (int q = 0; q < 10; q++) {
+        correct(&s, changed[q], 0.0056);
+        fails += set_record(nb, &s, changed[q]) != GPUNB_OK;
+        make_list(&s, changed[q + 10]);
+        fails += set_list(nb, &s, changed[q + 10]) != GPUNB_OK;
+    }
+    TL_CHECK(fails == 0, "%s: set_jparticle/set_list around a push failed: %s", label, gpunb_last_error());
     snprintf(lab, sizeof lab, "%s N %d t 0.006 (with regf)", label, n);
     interleaved(nb, leg, &s, &ex, 0.006, lab);
 
@@ -645,6 +693,8 @@ static void rules(enum gpunb_backend_kind kind, const char *label)
     mem[1] = 2;
     expect(gpunb_set_list(nb, 5, 2, mem), "gpunb_irr_open", NULL, "set_list before irr_open");
     expect(gpunb_firr_start(nb, 1, idx, 0.0), "gpunb_irr_open", NULL, "firr_start before irr_open");
+    TL_CHECK(gpunb_push(nb) == GPUNB_OK, "%s: push before irr_open (nothing to do) refused: %s", label,
+             gpunb_last_error());
     expect(gpunb_irr_open(nb, 0), "lmax = 0", NULL, "irr_open lmax 0");
     expect(gpunb_irr_open(nb, -3), "lmax = -3", NULL, "irr_open lmax -3");
     TL_CHECK(gpunb_irr_open(nb, LMAX) == GPUNB_OK, "%s: irr_open: %s", label, gpunb_last_error());
@@ -676,6 +726,9 @@ static void rules(enum gpunb_backend_kind kind, const char *label)
 
     expect(gpunb_firr_start(nb, 2, idx, 0.001), "gpunb_predict", NULL, "firr_start before predict");
     expect(gpunb_firr_finish(nb, acc, jrk), "gpunb_firr_start", NULL, "firr_finish with nothing started");
+    int done = 7;
+    expect(gpunb_firr_done(nb, &done), "gpunb_firr_start", NULL, "firr_done with nothing started");
+    TL_CHECK(done == 7, "%s: a refused firr_done wrote done = %d", label, done);
     expect(gpunb_predict(nb, NSET, 0.0), "123", NULL, "predict with a hole");
     set_record(nb, &s, HOLE);
     TL_CHECK(gpunb_predict(nb, NSET, 0.0) == GPUNB_OK, "%s: predict: %s", label, gpunb_last_error());
@@ -692,6 +745,8 @@ static void rules(enum gpunb_backend_kind kind, const char *label)
                  gpunb_last_error())) {
         expect(gpunb_firr_start(nb, 4, idx, 0.001), "in flight", NULL, "firr_start twice");
         expect(gpunb_predict(nb, NSET, 0.001), "in flight", NULL, "predict while firr in flight");
+        expect(gpunb_firr_done(nb, NULL), "gpunb_firr_done", "NULL", "firr_done NULL done");
+        expect(gpunb_push(nb), "in flight", NULL, "push while firr in flight");
         expect(gpunb_firr_finish(nb, NULL, jrk), "gpunb_firr_finish", "NULL", "firr_finish NULL acc");
         expect(gpunb_firr_finish(nb, acc, NULL), "gpunb_firr_finish", "NULL", "firr_finish NULL jrk");
         if (TL_CHECK(gpunb_firr_finish(nb, acc, jrk) == GPUNB_OK,
@@ -700,6 +755,7 @@ static void rules(enum gpunb_backend_kind kind, const char *label)
             compare(&s, 4, idx, acc, jrk, "rules: lmax - 1, empty, never set");
         }
         expect(gpunb_firr_finish(nb, acc, jrk), "gpunb_firr_start", NULL, "firr_finish twice");
+        expect(gpunb_firr_done(nb, &done), "gpunb_firr_start", NULL, "firr_done after finish");
     }
     gpunb_stats st;
     gpunb_get_stats(nb, &st);
@@ -726,6 +782,8 @@ static void rules(enum gpunb_backend_kind kind, const char *label)
     expect(gpunb_set_list(NULL, 5, 2, mem), "NULL", NULL, "set_list NULL handle");
     expect(gpunb_firr_start(NULL, 2, idx, 0.0), "NULL", NULL, "firr_start NULL handle");
     expect(gpunb_firr_finish(NULL, acc, jrk), "NULL", NULL, "firr_finish NULL handle");
+    expect(gpunb_firr_done(NULL, &done), "NULL", NULL, "firr_done NULL handle");
+    expect(gpunb_push(NULL), "NULL", NULL, "push NULL handle");
     printf("  %s: call-order and argument rules hold\n", label);
 done:
     gpunb_close(nb);

@@ -108,9 +108,12 @@ typedef struct cuda_gpu {
      * host's records and lists, which the GPU reads the changed ones from.
      * ev_jset: the last prediction has read the records (the irregular
      * stream may overwrite them then); ev_irr_records: its own full copy of
-     * the host's records is done; ev_irr: its force is done. */
+     * the host's records is done; ev_irr: its force is done; ev_push: the
+     * copies of the last gpunb_push are done (push_pending: not waited for
+     * yet; its kernels read the index arrays). */
     cudaStream_t irr;
-    cudaEvent_t ev_jset, ev_irr_records, ev_irr;
+    cudaEvent_t ev_jset, ev_irr_records, ev_irr, ev_push;
+    int push_pending;
     int *d_lists;
     int *h_rec_changed, *d_rec_changed, *h_list_changed, *d_list_changed; /* capacity each */
     const void *host_rec, *host_lists, *host_rec_dev, *host_lists_dev;
@@ -228,6 +231,8 @@ static void free_gpu(cuda_gpu *g)
         cudaEventDestroy(g->ev_irr_records);
     if (g->ev_irr)
         cudaEventDestroy(g->ev_irr);
+    if (g->ev_push)
+        cudaEventDestroy(g->ev_push);
     if (g->irr)
         cudaStreamDestroy(g->irr);
     if (g->ev_force0)
@@ -980,6 +985,8 @@ static int cuda_records_wait(void *state)
         CHECK(g, cudaEventSynchronize(g->ev_records));
         if (g->ev_irr_records)
             CHECK(g, cudaEventSynchronize(g->ev_irr_records));
+        if (g->ev_push)
+            CHECK(g, cudaEventSynchronize(g->ev_push));
     }
     return GPUNB_OK;
 }
@@ -1010,6 +1017,8 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
     CHECK(g, cudaSetDevice(g->device));
     if ((st = ensure_records(s, g)) != GPUNB_OK)
         return st;
+    if (g->ev_push) /* a push may still write records */
+        CHECK(g, cudaStreamWaitEvent(g->stream, g->ev_push, 0));
     if (!dirty) {
         /* In a Plummer run most of N changes between two regular blocks:
          * a DMA of the whole range costs the host nothing. */
@@ -1217,6 +1226,7 @@ static int cuda_irr_open(void *state, int capacity, int lmax, int *on_device)
     CHECK(g, cudaEventCreateWithFlags(&g->ev_jset, cudaEventDisableTiming));
     CHECK(g, cudaEventCreateWithFlags(&g->ev_irr_records, cudaEventDisableTiming));
     CHECK(g, cudaEventCreateWithFlags(&g->ev_irr, cudaEventDisableTiming));
+    CHECK(g, cudaEventCreateWithFlags(&g->ev_push, cudaEventDisableTiming));
     const size_t rows = (size_t)g->rec_cap * (size_t)lmax;
     CHECK(g, cudaMalloc((void **)&g->d_lists, sizeof(int) * rows));
     CHECK(g, cudaMemset(g->d_lists, 0, sizeof(int) * rows)); /* every list empty, as on the host */
@@ -1261,17 +1271,17 @@ static int device_address(cuda_gpu *g, const void *host, const void **cached_hos
     return GPUNB_OK;
 }
 
-static int cuda_firr_start(void *state, int ni, const int *i_index, double t, const gpunb_jrecord *rec,
-                           int nrec, int ndirty, const int *dirty, const int *lists, int nlists,
-                           const int *list_index)
+/* The changed records and lists into the device's copies, on the irregular
+ * stream (firr_start and push). */
+static int pull_changes(cuda_state *s, cuda_gpu *g, const gpunb_jrecord *rec, int nrec, int ndirty,
+                        const int *dirty, const int *lists, int nlists, const int *list_index)
 {
-    cuda_state *s = state;
-    cuda_gpu *g = &s->gpu[0];
     int st;
 
-    CHECK(g, cudaSetDevice(g->device));
-    if ((st = grow_irr_io(g, ni)) != GPUNB_OK)
-        return st;
+    if (g->push_pending) { /* its kernels may still read the index arrays */
+        CHECK(g, cudaEventSynchronize(g->ev_push));
+        g->push_pending = 0;
+    }
     /* The records may be overwritten once the last prediction has read them. */
     CHECK(g, cudaStreamWaitEvent(g->irr, g->ev_jset, 0));
     if (ndirty > 0 && !dirty) {
@@ -1292,11 +1302,62 @@ static int cuda_firr_start(void *state, int ni, const int *i_index, double t, co
         CHECK(g, gpunb_cuda_launch_list_pull((const int *)g->host_lists_dev, s->irr_lmax, g->d_list_changed, nlists,
                                              g->d_lists, g->irr));
     }
+    return GPUNB_OK;
+}
+
+static int cuda_push(void *state, const gpunb_jrecord *rec, int nrec, int ndirty, const int *dirty, const int *lists,
+                     int nlists, const int *list_index)
+{
+    cuda_state *s = state;
+    cuda_gpu *g = &s->gpu[0];
+    int st;
+
+    CHECK(g, cudaSetDevice(g->device));
+    if ((st = pull_changes(s, g, rec, nrec, ndirty, dirty, lists, nlists, list_index)) != GPUNB_OK)
+        return st;
+    CHECK(g, cudaEventRecord(g->ev_push, g->irr));
+    g->push_pending = 1;
+    return GPUNB_OK;
+}
+
+static int cuda_firr_start(void *state, int ni, const int *i_index, double t, const gpunb_jrecord *rec,
+                           int nrec, int ndirty, const int *dirty, const int *lists, int nlists,
+                           const int *list_index)
+{
+    cuda_state *s = state;
+    cuda_gpu *g = &s->gpu[0];
+    int st;
+
+    CHECK(g, cudaSetDevice(g->device));
+    if ((st = grow_irr_io(g, ni)) != GPUNB_OK)
+        return st;
+    if ((st = pull_changes(s, g, rec, nrec, ndirty, dirty, lists, nlists, list_index)) != GPUNB_OK)
+        return st;
     memcpy(g->h_irr_idx, i_index, sizeof(int) * (size_t)ni);
     CHECK(g, gpunb_cuda_launch_irregular(g->d_rec, g->d_lists, s->irr_lmax, g->d_irr_idx, ni, t, g->d_irr_out,
                                          g->irr));
     CHECK(g, cudaEventRecord(g->ev_irr, g->irr));
     s->irr_ni = ni;
+    return GPUNB_OK;
+}
+
+static int cuda_firr_query(void *state, int *done)
+{
+    cuda_state *s = state;
+    cuda_gpu *g = &s->gpu[0];
+
+    CHECK(g, cudaSetDevice(g->device));
+    const cudaError_t e = cudaEventQuery(g->ev_irr);
+    if (e == cudaErrorNotReady) {
+        /* Not an error; should the runtime have noted it as the last error,
+         * the next launch's check would report it. */
+        if (cudaPeekAtLastError() == cudaErrorNotReady)
+            (void)cudaGetLastError();
+        *done = 0;
+        return GPUNB_OK;
+    }
+    CHECK(g, e);
+    *done = 1;
     return GPUNB_OK;
 }
 
@@ -1308,7 +1369,11 @@ static int cuda_firr_finish(void *state, double (*acc)[3], double (*jrk)[3])
     CHECK(g, cudaSetDevice(g->device));
     CHECK(g, cudaEventSynchronize(g->ev_irr));
     const double *out = g->h_irr_out;
-    for (int q = 0; q < s->irr_ni; q++)
+    const int ni = s->irr_ni;
+    /* The GPU wrote these lines from across PCIe, so none is in a cache:
+     * one thread reads them back at DRAM latency, some 0.2 ms for 50k. */
+#pragma omp parallel for if (ni >= 4096) schedule(static)
+    for (int q = 0; q < ni; q++)
         for (int c = 0; c < 3; c++) {
             acc[q][c] = out[6 * (size_t)q + c];
             jrk[q][c] = out[6 * (size_t)q + 3 + c];
@@ -1331,7 +1396,9 @@ const gpunb_backend_ops gpunb_backend_cuda = {
     .regf_start = cuda_regf_start,
     .regf_finish = cuda_regf_finish,
     .irr_open = cuda_irr_open,
+    .push = cuda_push,
     .firr_start = cuda_firr_start,
+    .firr_query = cuda_firr_query,
     .firr_finish = cuda_firr_finish,
     .i_redone = cuda_i_redone,
 };

@@ -15,15 +15,21 @@
 
 /* Reads over PCIe, many in flight: the host spends no time packing what
  * changed (a serial pass over tens of thousands of scattered rows cost
- * milliseconds per regular block). */
+ * milliseconds per regular block).  Eight lanes per record, 16 bytes each,
+ * so that each load of a warp asks for four whole 128-byte records; with a
+ * lane per record each load asked for 16 bytes of 32 records, and the
+ * requests over PCIe carried mostly bytes that were thrown away. */
+enum { PULL_LANES = (int)(sizeof(gpunb_cuda_jrec) / sizeof(double2)) };
+
 static __global__ void __launch_bounds__(GPUNB_CUDA_PREDICT_THREADS)
 gpunb_record_pull_kernel(const gpunb_cuda_jrec *__restrict__ host_rec, const int *__restrict__ index, int n,
                          gpunb_cuda_jrec *__restrict__ rec)
 {
-    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int k = (int)(t / PULL_LANES), piece = (int)(t % PULL_LANES);
     if (k < n) {
         const int j = index[k];
-        rec[j] = host_rec[j];
+        ((double2 *)(rec + j))[piece] = ((const double2 *)(host_rec + j))[piece];
     }
 }
 
@@ -92,9 +98,10 @@ static unsigned warps_to_blocks(int warps)
 extern "C" cudaError_t gpunb_cuda_launch_record_pull(const gpunb_cuda_jrec *host_rec, const int *index, int n,
                                                      gpunb_cuda_jrec *rec, cudaStream_t stream)
 {
-    const int nt = GPUNB_CUDA_PREDICT_THREADS;
+    const long long nt = GPUNB_CUDA_PREDICT_THREADS, threads = (long long)n * PULL_LANES;
     if (n > 0)
-        gpunb_record_pull_kernel<<<(n + nt - 1) / nt, nt, 0, stream>>>(host_rec, index, n, rec);
+        gpunb_record_pull_kernel<<<(unsigned)((threads + nt - 1) / nt), (unsigned)nt, 0, stream>>>(host_rec, index,
+                                                                                              n, rec);
     return cudaGetLastError();
 }
 
