@@ -26,7 +26,7 @@ module ac_integrator
   use ac_profile, only: profile_block, nphase
   implicit none
   private
-  public :: integrator_init, integrator_free, block_step
+  public :: integrator_init, integrator_free, block_step, irr_share_print
 
   integer, allocatable :: act(:), ireg(:)
   logical, allocatable :: due(:), moved(:)
@@ -40,6 +40,21 @@ module ac_integrator
   !> GPUNB_PREDICT has run once: GPUNB's records are laid out, so its
   !> irregular force may be used (-gpu-irr).
   logical :: jset_predicted = .false.
+  !> -irr-share: in a block of at least gpu_irr_min bodies GPUNB computes
+  !> the regular bodies and part of the others on the GPU while GPUIRR
+  !> computes the rest on the host.  The bodies of such a block, the GPU's
+  !> and the host's (absolute indices); row(k): the column of gfa that holds
+  !> act(k)'s force, the GPU's 1..ngpu first, then the host's (row(k) < 0:
+  !> ngpu - row(k)).  The host's share of a block by block size (bucket b:
+  !> 2**(b-1) .. 2**b - 1 bodies), moved by share_step after each block
+  !> towards the point where both finish together (GPUNB_FIRR_DONE says
+  !> which finished first).  The regular bodies stay on the GPU: their
+  !> old- and new-list forces must come from the same arithmetic.
+  integer, allocatable :: on_gpu(:), on_host(:), row(:)
+  integer, parameter :: nshare = 31
+  real(dp) :: host_share(nshare) = 0
+  integer(int64) :: shared_blocks(nshare) = 0
+  real(dp), parameter :: share_first = 0.2_dp, share_step = 0.01_dp, share_most = 0.9_dp
   !> Below this many bodies a loop runs on one thread (an OpenMP region
   !> costs more than the work; NBODY6 uses NPMAX = 16 for the same reason).
   integer, parameter :: par_min = 48
@@ -48,21 +63,37 @@ contains
 
   subroutine integrator_init()
     allocate(act(n), ireg(n), due(n), moved(n), gfa(3,n), gfda(3,n), kreg(n), nnb_old(n), step_old(n))
+    allocate(on_gpu(n), on_host(n), row(n))
     jset_predicted = .false.
+    host_share = share_first
+    shared_blocks = 0
   end subroutine integrator_init
 
   subroutine integrator_free()
     if (allocated(act)) deallocate(act, ireg, due, moved, gfa, gfda, kreg, nnb_old, step_old)
+    if (allocated(on_gpu)) deallocate(on_gpu, on_host, row)
   end subroutine integrator_free
+
+  !> The host's share that -irr-share arrived at, by block size.
+  subroutine irr_share_print(unit)
+    integer, intent(in) :: unit
+    integer :: b
+    if (sum(shared_blocks) == 0) return
+    write(unit, '(a)') '# Host share of the irregular-only bodies (-irr-share) at the end, by block size:'
+    do b = 1, nshare
+      if (shared_blocks(b) > 0) write(unit, '(a,i7,a,i7,a,f6.3,a,i0,a)') '# ', 2**(b - 1), '..', 2**b - 1, &
+          ': ', host_share(b), '  (', shared_blocks(b), ' blocks)'
+    end do
+  end subroutine irr_share_print
 
   !> Advance the next block; returns its time.
   subroutine block_step(tblock)
     real(dp), intent(out) :: tblock
-    integer :: nact, nreg, k, i, j0, ni
+    integer :: nact, nreg, k, i, j0, ni, ngpu, nhost, nhost_most, b, r
     integer(int64) :: nbs
     integer(c_int) :: nc, one, nn
     real(dp) :: t, xp(3), vp(3), sold, spent(nphase), lap_start
-    logical :: early, gpu_irr
+    logical :: early, gpu_irr, split
 
     spent = 0
     lap_start = wall_seconds()
@@ -71,8 +102,17 @@ contains
     nblock = nblock + 1
 
     ! The regular subset from REGDUE (one byte per body, set by the
-    ! correctors): serial, and cheap even for the largest blocks.
+    ! correctors): serial, and cheap even for the largest blocks.  A block
+    ! shared with the host (-irr-share) is split in the same pass.
+    split = irr_share .and. gpu_irr_min > 0 .and. nact >= gpu_irr_min .and. jset_predicted
+    nhost_most = 0
+    if (split) then
+      b = min(max(bit_size(nact) - leadz(nact), 1), nshare)
+      nhost_most = int(host_share(b) * nact) ! < nact: the GPU gets at least one
+    end if
     nreg = 0
+    ngpu = 0
+    nhost = 0
     do k = 1, nact
       i = act(k)
       due(k) = regdue(i)
@@ -80,6 +120,17 @@ contains
         nreg = nreg + 1
         ireg(nreg) = i
         kreg(nreg) = k
+      end if
+      if (split) then
+        if (due(k) .or. nhost >= nhost_most) then
+          ngpu = ngpu + 1
+          on_gpu(ngpu) = i
+          row(k) = ngpu
+        else
+          nhost = nhost + 1
+          on_host(nhost) = i
+          row(k) = -nhost
+        end if
       end if
     end do
 
@@ -108,7 +159,9 @@ contains
     ! against a double one (GPUNB) would add their rounding difference to
     ! the regular force (dE/E -5.7e-6 instead of 7e-7 at 128k).
     gpu_irr = gpu_irr_min > 0 .and. nact >= gpu_irr_min .and. jset_predicted
-    if (gpu_irr) then
+    if (split) then
+      call shared_irregular_force()
+    else if (gpu_irr) then
       call gpunb_firr_start(nc, act, time)
       call gpunb_firr_finish(gfa, gfda)
     else
@@ -136,10 +189,15 @@ contains
     nbs = 0
     ! A body changes level iff its step changed (blocks_move checks the new
     ! one): no level arithmetic per body.
-    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i, xp, vp, sold) reduction(+:nbs)
+    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i, r, xp, vp, sold) reduction(+:nbs)
     do k = 1, nact
       i = act(k)
       if (k + prefetch_ahead <= nact .and. prefetch_ahead > 0) call prefetch_body(act(k + prefetch_ahead))
+      r = k
+      if (split) then
+        r = row(k)
+        if (r < 0) r = ngpu - r
+      end if
       call predict_body(i, xp, vp)
       sold = step(i)
       if (nreg > 0) then
@@ -149,7 +207,7 @@ contains
         step_old(k) = sold
         nnb_old(k) = nnb(i)
       end if
-      call irregular_correct(i, xp, vp, gfa(:,k), gfda(:,k), due(k))
+      call irregular_correct(i, xp, vp, gfa(:,r), gfda(:,r), due(k))
       nbs = nbs + nnb(i)
       if (nreg == 0) then
         call send_particle(i)
@@ -193,10 +251,36 @@ contains
       call lap(5)
     end if
 
+    ! What this block corrected goes to the GPU now, while the host works on
+    ! the next blocks, instead of inside the next large block's
+    ! GPUNB_FIRR_START or GPUNB_PREDICT (GPUNB_PUSH returns at once).
+    if (push_min > 0 .and. nact >= push_min) then
+      call gpunb_push()
+      call lap(5)
+    end if
     call blocks_move(nact, act, moved)
     call lap(6)
     call profile_block(nact, nreg, spent)
   contains
+    !> The irregular force of a split block: the GPU's part started, the
+    !> host's computed meanwhile, then the GPU's collected; the share moves
+    !> towards the side that finished first.
+    subroutine shared_irregular_force()
+      integer(c_int) :: ngc, nhc, done
+      ngc = ngpu
+      nhc = nhost
+      call gpunb_firr_start(ngc, on_gpu, time)
+      if (nhost > 0) call gpuirr_firr_vec(nhc, on_host, gfa(1, ngpu + 1), gfda(1, ngpu + 1))
+      call gpunb_firr_done(done)
+      call gpunb_firr_finish(gfa, gfda)
+      if (done /= 0) then
+        host_share(b) = max(host_share(b) - share_step, 0.0_dp)
+      else
+        host_share(b) = min(host_share(b) + share_step, share_most)
+      end if
+      shared_blocks(b) = shared_blocks(b) + 1
+    end subroutine shared_irregular_force
+
     !> The time since the last lap goes to phase p.
     subroutine lap(p)
       integer, intent(in) :: p

@@ -54,6 +54,19 @@ module ac_run
     !> Resident path: blocks of at least this many bodies take the irregular
     !> force from GPUNB (on the GPU) instead of GPUIRR; 0: never.
     integer :: gpu_irr_min = 0
+    !> With gpu_irr_min: GPUIRR takes a share of such a block on the host
+    !> while the GPU computes the rest (ac_integrator).  Off by default: at
+    !> 64k on the H100 box it gained nothing (the balance settles at 8-30 %
+    !> of a block, and the split costs a serial pass).
+    logical :: irr_share = .false.
+    !> With gpu_irr_min: GPUNB_PUSH after each block of at least this many
+    !> bodies (0: never; < 0: N/8, at least gpu_irr_min).  After the largest
+    !> blocks the next GPU block would otherwise wait for a copy of all
+    !> records: at 64k on the H100 box the blocks of 512-1023 took 0.5-0.66 s
+    !> instead of 0.86-1.03 s for 0.03-0.06 s of pushes.  After every GPU
+    !> block (-push 512) the pushes' own scans of the flags cost as much as
+    !> they saved.
+    integer :: push_min = -1
   end type run_options
 
   type :: run_result
@@ -150,6 +163,10 @@ contains
             ', GPUNB_PREDICT, GPUNB_REGF_START/FINISH overlapping the irregular work)'
         if (gpu_irr_min > 0) write(output_unit, '(a,i0,a)') '# irregular force of blocks of >= ', gpu_irr_min, &
             ' bodies: GPUNB_FIRR_START/FINISH (resident records and lists, in double)'
+        if (gpu_irr_min > 0 .and. irr_share) write(output_unit, '(a)') &
+            '#   with a share of their irregular-only bodies on the host (GPUIRR), balanced per block size'
+        if (push_min > 0) write(output_unit, '(a,i0,a)') '#   GPUNB_PUSH after each block of >= ', push_min, &
+            ' bodies (its records copied to the GPU while the host goes on)'
       else
         write(output_unit, '(a)') '# GPUNB path: NBODY6 GPU2 (CXVPRED + GPUNB_SEND + GPUNB_REGF per regular block)'
       end if
@@ -257,6 +274,9 @@ contains
     ! GPUNB's irregular force reads its own records: every corrected step
     ! must reach them before the next block, not once per regular block.
     if (gpu_irr_min > 0) setjp_per_step = .true.
+    irr_share = opt%irr_share
+    push_min = 0
+    if (gpu_irr_min > 0) push_min = merge(max(gpu_irr_min, n / 8), opt%push_min, opt%push_min < 0)
     eta_r = opt%eta_r
     nnb_target = opt%nnb_target
     if (nnb_target <= 0) nnb_target = default_nnb_target(n)

@@ -37,6 +37,12 @@ module ac_state
   !> Resident path: blocks of at least this many bodies take the irregular
   !> force from GPUNB (GPUNB_FIRR_START/FINISH) instead of GPUIRR; 0: never.
   integer :: gpu_irr_min = 0
+  !> With gpu_irr_min: GPUIRR computes a share of such a block's
+  !> irregular-only bodies on the host while the GPU computes the rest.
+  logical :: irr_share = .false.
+  !> With gpu_irr_min: after each block of at least this many bodies,
+  !> GPUNB_PUSH starts copying its corrected records to the GPU; 0: never.
+  integer :: push_min = 0
   real(dp) :: bodym = 0
   !> Neighbour-sphere control (NBODY6's ALPHA, ZNBMIN, ZNBMAX, RSFAC), the
   !> scale radius 0.5 M**2 / POT, the core radius squared, and the step above

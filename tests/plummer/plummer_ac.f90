@@ -7,13 +7,14 @@
 !>   plummer_ac [-n N] [-seed S] [-tend T] [-etai E] [-etar E] [-nnb NB]
 !>              [-nbmax NB] [-smax S] [-npact NP] [-nimax NI] [-prefetch K] [-ascending F] [-order O] [-ic FILE] [-dump FILE] [-csv FILE]
 !>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-setjp W]
-!>              [-gpu-irr NMIN] [-profile] [-q]
+!>              [-gpu-irr NMIN] [-irr-share on|off] [-push NMIN] [-profile] [-q]
 program plummer_ac
   use, intrinsic :: iso_fortran_env, only: real64, error_unit, output_unit
   use plummer_model, only: plummer_generate, plummer_read
   use ac_run, only: run_options, run_result, run_plummer, default_nnb_target
   use ac_table, only: print_table, append_csv
   use ac_profile, only: profile_print
+  use ac_integrator, only: irr_share_print
   implicit none
   integer, parameter :: dp = real64
   type(run_options) :: opt
@@ -61,6 +62,7 @@ program plummer_ac
     case ('-ascending'); opt%ascending = int_value(arg, val, 0)
     case ('-nimax'); opt%nimax = int_value(arg, val, 1)
     case ('-gpu-irr'); opt%gpu_irr_min = int_value(arg, val, 0)
+    case ('-push'); opt%push_min = int_value(arg, val, 0)
     case ('-wall-limit'); opt%wall_limit = real_value(arg, val, 0.0_dp)
     case ('-progress'); opt%progress = real_value(arg, val, 0.0_dp)
     case ('-ic'); ic_file = val
@@ -71,6 +73,12 @@ program plummer_ac
       select case (trim(val))
       case ('step'); opt%setjp_per_step = .true.
       case ('block'); opt%setjp_per_step = .false.
+      case default; call bad(arg, val)
+      end select
+    case ('-irr-share')
+      select case (trim(val))
+      case ('on'); opt%irr_share = .true.
+      case ('off'); opt%irr_share = .false.
       case default; call bad(arg, val)
       end select
     case ('-order')
@@ -114,6 +122,7 @@ program plummer_ac
   call run_plummer(n, body, x, v, opt, res, xe, ve)
   call print_table(res)
   if (opt%profile) call profile_print(output_unit, 'second half, t = tend/2 .. tend')
+  if (opt%profile) call irr_share_print(output_unit)
   if (len_trim(csv_file) > 0) call append_csv(trim(csv_file), res, opt, seed, trim(label))
   if (len_trim(dump_file) > 0) then
     open(newunit=unit, file=trim(dump_file), status='replace', action='write')
@@ -170,6 +179,12 @@ contains
         '  -gpu-irr NMIN   resident path: blocks of at least NMIN bodies take the', &
         '                  irregular force from GPUNB (GPUNB_FIRR_START/FINISH: on', &
         '                  the GPU, in double) instead of GPUIRR (0: never)', &
+        '  -irr-share W    with -gpu-irr: GPUIRR computes a share of such a block''s', &
+        '                  irregular-only bodies on the host while the GPU computes', &
+        '                  the rest, balanced per block size (on; off, the default)', &
+        '  -push NMIN      with -gpu-irr: after each block of at least NMIN bodies,', &
+        '                  GPUNB_PUSH starts copying its records to the GPU (default:', &
+        '                  N/8, at least the -gpu-irr NMIN; 0: never)', &
         '  -q              no reports, only the final table'
   end subroutine usage
 

@@ -8,6 +8,7 @@
 # /tmp, runs the driver's tests on this machine's back-ends, then one run per
 # entry of PLUMMER_SIZES (default: 64k and 128k, t = 0..4, each with NBODY6's
 # path and with the resident one; "N"; "Nr" for the resident GPUNB path;
+# "Ng" for it with the irregular force of blocks of >= 512 on the GPU;
 # "N@NB" or "Nr@NB" with a target <NB> of NB; "+OPT+VAL" appended for more
 # options) with a wall-clock limit per run (its share, by N, of what is left)
 # so that the whole call stays within PLUMMER_BUDGET seconds (default 530),
@@ -86,19 +87,21 @@ echo "OMP_NUM_THREADS=$OMP_NUM_THREADS OMP_PROC_BIND=${OMP_PROC_BIND:-unset} OMP
 runs=$out/plummer-runs.log
 : >"$runs"
 # N of an entry, for the share of the budget each run may use.
-entry_n() { local e=${1%%+*}; e=${e%@*}; echo "${e%r}"; }
+entry_n() { local e=${1%%+*}; e=${e%@*}; e=${e%g}; echo "${e%r}"; }
 remaining_n=0
 for entry in $sizes; do remaining_n=$(( remaining_n + $(entry_n "$entry") )); done
 for entry in $sizes; do
   share_n=$(entry_n "$entry")
-  # "N", "Nr" (resident GPUNB path), "N@NB" (target <NB>), "Nr@NB", and any
-  # of these followed by "+OPTION+VALUE..." (more options, '+' for space).
+  # "N", "Nr" (resident GPUNB path), "Ng" (and -gpu-irr 512), "N@NB" (target
+  # <NB>), "Nr@NB", and any of these followed by "+OPTION+VALUE..." (more
+  # options, '+' for space).
   more=
   case $entry in *+*) more=$(echo "${entry#*+}" | tr '+' ' '); entry=${entry%%+*} ;; esac
   n=${entry%@*}
   extra=
   [ "$n" != "$entry" ] && extra="-nnb ${entry#*@}"
   case $n in *r) n=${n%r}; extra="$extra -resident" ;; esac
+  case $n in *g) n=${n%g}; extra="$extra -resident -gpu-irr 512" ;; esac
   extra="$extra $more"
   left=$(( budget - $(elapsed) ))
   if [ "$left" -lt 40 ]; then
