@@ -611,8 +611,12 @@ static void run_set(enum gpunb_backend_kind kind, const char *label, int n, int 
     interleaved(nb, leg, &s, &ex, 0.006, lab);
 
     /* Records changed, then gpunb_predict (which takes them, a list of 20 or
-     * a copy of half), then the irregular force: it must see them too. */
-    for (int round = 0; round < 2; round++) {
+     * a copy of half), then the irregular force: it must see them too.  The
+     * third round changes 15 % (a list, with most groups of eight flags
+     * holding some) and pushes them before the prediction. */
+    static const double share[3] = {0.0, 0.5, 0.15};
+    static const char *const what[3] = {"20 changed", "half changed", "15% changed, pushed"};
+    for (int round = 0; round < 3; round++) {
         double tc = 0.006 + 0.001 * round;
         int nchg = 0;
         for (int q = 0; q < 20; q++) {
@@ -621,15 +625,16 @@ static void run_set(enum gpunb_backend_kind kind, const char *label, int n, int 
             fails += set_record(nb, &s, changed[q]) != GPUNB_OK;
             nchg++;
         }
-        for (int j = 1; round == 1 && j < g; j++)
-            if (!is_special(&s, j) && tl_uniform() < 0.5) {
+        for (int j = 1; round > 0 && j < g; j++)
+            if (!is_special(&s, j) && tl_uniform() < share[round]) {
                 correct(&s, j, tc);
                 fails += set_record(nb, &s, j) != GPUNB_OK;
             }
+        if (round == 2)
+            TL_CHECK(gpunb_push(nb) == GPUNB_OK, "%s: push of 15%%: %s", label, gpunb_last_error());
         TL_CHECK(fails == 0 && gpunb_predict(nb, n, tc + 0.0005) == GPUNB_OK, "%s: set/predict: %s", label,
                  gpunb_last_error());
-        snprintf(lab, sizeof lab, "%s N %d t %.4f (%s, predict)", label, n, tc + 0.0005,
-                 round ? "half changed" : "20 changed");
+        snprintf(lab, sizeof lab, "%s N %d t %.4f (%s, predict)", label, n, tc + 0.0005, what[round]);
         firr(nb, &s, &ex, round ? n : (n < 64 ? n : 64), changed, nchg, tc + 0.0005, lab);
     }
 
