@@ -31,7 +31,7 @@ program test_plummer_run
   integer(c_int), parameter :: backend_cuda = 2
   integer, parameter :: dp = real64
   type(run_options) :: opt
-  type(run_result) :: r1, r2, r3, r4, r5
+  type(run_result) :: r1, r2, r3, r4, r5, r6
   real(dp), allocatable :: body(:), x(:,:), v(:,:), xa(:,:), va(:,:), xb(:,:), vb(:,:)
   integer :: npass, nfail, n
   real(dp) :: tol_paths
@@ -104,6 +104,14 @@ program test_plummer_run
   ! float ones on the SIMD kernels, so another trajectory, not other bits.
   opt%gpu_irr_min = 32
   call run_plummer(n, body, x, v, opt, r5, xb, vb)
+  ! The same with a share of each GPU block on the host (GPUIRR beside
+  ! GPUNB_FIRR_START, balanced by GPUNB_FIRR_DONE) and GPUNB_PUSH after
+  ! every GPU block.
+  opt%irr_share = .true.
+  opt%push_min = 32
+  call run_plummer(n, body, x, v, opt, r6, xb, vb)
+  opt%irr_share = .false.
+  opt%push_min = -1
   opt%gpu_irr_min = 0
   opt%setjp_per_step = .false.
   opt%resident = .false.
@@ -113,6 +121,12 @@ program test_plummer_run
   call check('-gpu-irr: |dE/E| <= 1e-5', abs(r5%de_over_e) <= 1.0e-5_dp, r5%de_over_e)
   call check('-gpu-irr: energy within 1e-7 of E of the legacy path', &
       abs(r5%e_end - r1%e_end) <= 1.0e-7_dp * abs(r1%e0), (r5%e_end - r1%e_end) / abs(r1%e0))
+  write(*, '(a,es12.5,a,es12.5)') 'N = 512 t = 0..0.5: dE/E with -gpu-irr 32 -irr-share on -push 32 ', &
+      r6%de_over_e, ', energy against the legacy path ', (r6%e_end - r1%e_end) / abs(r1%e0)
+  call check('-gpu-irr -irr-share on -push 32: run complete', r6%complete, r6%treached)
+  call check('-gpu-irr -irr-share on -push 32: |dE/E| <= 1e-5', abs(r6%de_over_e) <= 1.0e-5_dp, r6%de_over_e)
+  call check('-gpu-irr -irr-share on -push 32: energy within 1e-7 of E of the legacy path', &
+      abs(r6%e_end - r1%e_end) <= 1.0e-7_dp * abs(r1%e0), (r6%e_end - r1%e_end) / abs(r1%e0))
   call check('-gpu-irr: one GPUNB_SET_JP per irregular step', &
       r5%nupload_second == r5%nirr_second .and. r5%nirr_second > 0, &
       real(r5%nupload_second, dp) / max(1_int64, r5%nirr_second))
