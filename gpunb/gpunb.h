@@ -158,8 +158,9 @@ GPUNB_API int gpunb_regf_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3], d
  * scattered memory.  Elsewhere (CPU back-ends, several GPUs) the handle
  * computes it on the host at gpunb_firr_start.  Everything in double.
  * Order: gpunb_irr_open once; gpunb_set_jparticle / gpunb_set_list as
- * particles and lists change; gpunb_firr_start -> gpunb_firr_finish.  Only
- * one irregular force is in flight at a time, and it may be in flight
+ * particles and lists change (gpunb_push between them starts their copy to
+ * the GPU early); gpunb_firr_start -> (gpunb_firr_done) -> gpunb_firr_finish.
+ * Only one irregular force is in flight at a time, and it may be in flight
  * together with a regular force (gpunb_regf_start); while it is,
  * gpunb_predict, gpunb_set_jparticle and gpunb_set_list are refused (the GPU
  * reads the changed records and lists straight from the handle's memory).
