@@ -889,7 +889,7 @@ int gpunb_push(gpunb *nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_push: called before gpunb_open (handle is NULL)");
     if (nb->firr_in_flight)
         return refuse_irregular_in_flight("gpunb_push");
-    if (!nb->irr_on_device || !nb->irr_predicted)
+    if (!nb->irr_on_device || !nb->irr_predicted || !nb->ops->push)
         return GPUNB_OK;
     const device_changes c = take_device_changes(nb);
     if (c.ndirty == 0 && c.nlists == 0)
@@ -991,7 +991,7 @@ int gpunb_firr_done(gpunb *nb, int *done)
         return gpunb_fail(GPUNB_EUSAGE,
                           "gpunb_firr_done: no irregular force in flight: call gpunb_firr_start first");
     *done = 1;
-    if (nb->irr_on_device)
+    if (nb->irr_on_device && nb->ops->firr_query)
         return nb->ops->firr_query(nb->state, done);
     return GPUNB_OK;
 }

@@ -81,14 +81,14 @@ typedef struct gpunb_backend_ops {
                       int nrec, int ndirty, const int *dirty, const int *lists, int nlists,
                       const int *list_index);
     /* Start bringing the device's records and lists up to date as
-     * firr_start does, and return: rec and the rows may change while the
-     * copy runs (the API keeps such records and rows flagged, and copies them
-     * again).  Until then predict and firr_start order their own copies
-     * after it. */
+     * firr_start does, and return.  rec and the rows may change while the
+     * copy runs: a set flags them again, and the next call copies them
+     * again.  Later predict and firr_start calls order their own copies
+     * after this one.  Optional: when NULL, gpunb_push does nothing. */
     int (*push)(void *state, const gpunb_jrecord *rec, int nrec, int ndirty, const int *dirty,
                 const int *lists, int nlists, const int *list_index);
     /* Whether the launched irregular force is complete (*done), without
-     * waiting. */
+     * waiting.  Optional: when NULL, gpunb_firr_done says it is. */
     int (*firr_query)(void *state, int *done);
     /* Wait for the launched irregular force and write acc, jrk (ni rows). */
     int (*firr_finish)(void *state, double (*acc)[3], double (*jrk)[3]);
