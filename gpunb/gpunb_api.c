@@ -2,6 +2,7 @@
  * statistics.  The arithmetic lives in the back-ends (gpunb_backend.h). */
 #include "config.h"
 #include "gpunb_backend.h"
+#include "gpunb_dirty.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -25,14 +26,13 @@ struct gpunb {
      * from there, so when many changed a set is the whole host cost of
      * sending a particle. */
     gpunb_jrecord *rec;
-    unsigned char *known, *dirty;
-    /* dirty[j]: record j changed since the last predict.  gpunb_predict
-     * counts them; when few changed it lists them (a scan that skips eight
-     * clean flags at a time) for a back-end to send just those.  NBODY6
-     * sets every corrected particle, ~10^8 calls per run at 64k, from all
-     * its threads: an append to one shared list (an atomic counter) cost
-     * ~100 ns a call there, a flag costs a store.  known_prefix: how many of
-     * the first records are known to be set. */
+    unsigned char *known;
+    /* The records changed since a back-end last took them (gpunb_dirty.h:
+     * NBODY6 sets every corrected particle, ~10^8 calls per run at 64k,
+     * from all its threads); dirty_list: their indices, for a back-end to
+     * send just those when few changed.  known_prefix: how many of the
+     * first records are known to be set. */
+    gpunb_dirty *dirty;
     int *dirty_list;
     int known_prefix;
     /* The back-end may still be reading rec for the last predict: a set
@@ -47,7 +47,7 @@ struct gpunb {
     double *pending_h2, *pending_dtr, (*pending_x)[3], (*pending_v)[3];
 
     /* Irregular force (gpunb_irr_open): list rows of irr_lmax ints (count,
-     * then members) in the back-end's memory, like rec; list_dirty[j]: row j
+     * then members) in the back-end's memory, like rec; list_dirty: the rows
      * changed since the device last took the lists.  The records' dirty
      * flags serve both gpunb_predict and gpunb_firr_start: whichever comes
      * first uploads a record, and both read the device's one copy. */
@@ -57,7 +57,7 @@ struct gpunb {
      * compact array, not one cache line per particle of the rows (a serial
      * pass of DRAM misses that cost ~0.3 ms in a block of 3k at 64k). */
     int *list_count;
-    unsigned char *list_dirty;
+    gpunb_dirty *list_dirty;
     int *list_dirty_index;
     /* The irregular force between gpunb_firr_start and gpunb_firr_finish;
      * the host path computes it at start into firr_acc, firr_jrk. */
@@ -90,7 +90,7 @@ static void free_lists(gpunb *nb)
     else
         nb6_free(nb->lists);
     nb6_free(nb->list_count);
-    nb6_free(nb->list_dirty);
+    gpunb_dirty_free(nb->list_dirty);
     nb6_free(nb->list_dirty_index);
     nb->lists = NULL;
     nb->list_count = NULL;
@@ -103,7 +103,7 @@ static void free_resident(gpunb *nb)
     nb6_free(nb->firr_acc);
     nb6_free(nb->firr_jrk);
     nb6_free(nb->known);
-    nb6_free(nb->dirty);
+    gpunb_dirty_free(nb->dirty);
     nb6_free(nb->dirty_list);
     nb6_free(nb->xp);
     nb6_free(nb->vp);
@@ -124,7 +124,7 @@ static int alloc_resident(gpunb *nb, int capacity)
     atomic_init(&nb->records_busy, 0);
     atomic_init(&nb->lightest, 0.0);
     nb->known = nb6_alloc(n);
-    nb->dirty = nb6_alloc(n);
+    nb->dirty = gpunb_dirty_new(capacity);
     nb->dirty_list = nb6_alloc(n * sizeof(int));
     if (!nb->ops->predict) {
         nb->xp = nb6_alloc(n * sizeof(double[3]));
@@ -473,8 +473,9 @@ int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3]
      * stays clean in their caches. */
     if (!nb->known[j])
         nb->known[j] = 1;
-    if (!nb->dirty[j])
-        nb->dirty[j] = 1;
+    if (gpunb_dirty_mark(nb->dirty, j))
+        return gpunb_fail(GPUNB_ERESOURCE,
+                          "gpunb_set_jparticle: out of host memory to note that j-particle %d changed", j);
     return GPUNB_OK;
 }
 
@@ -509,87 +510,17 @@ NO_CONTRACTION static void host_predict(gpunb *nb, int nj, double t)
     }
 }
 
-/* Eight flags as one load, flag p[k] in bits 8k..8k+7 (byte order). */
-static inline uint64_t load_flags8(const unsigned char *p)
-{
-    uint64_t w;
-    memcpy(&w, p, sizeof w);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    w = __builtin_bswap64(w);
-#endif
-    return w;
-}
-
-/* Index of the lowest set bit of bits != 0. */
-static inline int lowest_bit(uint64_t bits)
-{
-#if defined(__GNUC__)
-    return __builtin_ctzll(bits);
-#else
-    int k = 0;
-    while (!(bits & 1)) {
-        bits >>= 1;
-        k++;
-    }
-    return k;
-#endif
-}
-
-/* How many of flag[0..n) are set (each 0 or 1). */
-static int count_dirty(const unsigned char *flag, int n)
-{
-    int count = 0;
-    for (int j = 0; j < n; j++)
-        count += flag[j];
-    return count;
-}
-
-/* Indices j < n with flag[j] set, ascending, into list; returns how many.
- * Eight flags at a time: a word's non-zero bytes become the high bits of a
- * mask, and only its set bits are visited.  A test per byte mispredicted
- * its way through dense flags: 140 us for 10 % of 128k set, 15 us so (on
- * the development EPYC), in every GPUNB_FIRR_START and GPUNB_PUSH. */
-static int gather_dirty(const unsigned char *flag, int n, int *list)
-{
-    const uint64_t low7 = 0x7f7f7f7f7f7f7f7full;
-    int count = 0, j = 0;
-    for (; j + 8 <= n; j += 8) {
-        const uint64_t word = load_flags8(flag + j);
-        if (!word)
-            continue;
-        uint64_t high = (((word & low7) + low7) | word) & ~low7; /* bit 8k+7: flag k set */
-        while (high) {
-            list[count++] = j + (lowest_bit(high) >> 3);
-            high &= high - 1;
-        }
-    }
-    for (; j < n; j++)
-        if (flag[j])
-            list[count++] = j;
-    return count;
-}
-
 /* The changed records among 0..n-1, for a back-end to upload: their count,
  * and (return value) whether they are listed in dirty_list.  When a quarter
  * or more changed they are not: a copy of all n costs less than a list. */
 static int take_dirty_records(gpunb *nb, int n, int *ndirty)
 {
-    *ndirty = count_dirty(nb->dirty, n);
-    const int listed = *ndirty < n / 4;
-    if (listed)
-        gather_dirty(nb->dirty, n, nb->dirty_list);
-    return listed;
+    *ndirty = gpunb_dirty_list(nb->dirty, n, nb->dirty_list);
+    return *ndirty < n / 4;
 }
 
-/* After the back-end took them: clear the flags of take_dirty_records. */
-static void clear_dirty_records(gpunb *nb, int n, int ndirty, int listed)
-{
-    if (listed)
-        for (int k = 0; k < ndirty; k++)
-            nb->dirty[nb->dirty_list[k]] = 0;
-    else
-        memset(nb->dirty, 0, (size_t)n);
-}
+/* After the back-end took them: clear the marks of take_dirty_records. */
+static void clear_dirty_records(gpunb *nb, int n) { gpunb_dirty_clear(nb->dirty, n); }
 
 int gpunb_predict(gpunb *nb, int nj, double t)
 {
@@ -628,7 +559,7 @@ int gpunb_predict(gpunb *nb, int nj, double t)
     }
     if (st != GPUNB_OK) /* the list stays: upload again next time */
         return st;
-    clear_dirty_records(nb, nj, ndirty, listed);
+    clear_dirty_records(nb, nj);
     nb->nj = nj;
     nb->predicted = 1;
     nb->irr_predicted = 1;
@@ -755,7 +686,7 @@ int gpunb_irr_open(gpunb *nb, int lmax)
     nb->lists = nb->ops->alloc_records ? nb->ops->alloc_records(nb->state, bytes)
                                        : nb6_alloc_aligned(64, bytes);
     nb->list_count = nb6_alloc(n * sizeof(int));
-    nb->list_dirty = nb6_alloc(n);
+    nb->list_dirty = gpunb_dirty_new(nb->capacity);
     nb->list_dirty_index = nb6_alloc(n * sizeof(int));
     if (!nb->lists || !nb->list_count || !nb->list_dirty || !nb->list_dirty_index) {
         free_lists(nb);
@@ -768,7 +699,6 @@ int gpunb_irr_open(gpunb *nb, int lmax)
     for (size_t j = 0; j < n; j++)
         nb->lists[j * (size_t)lmax] = 0;
     memset(nb->list_count, 0, n * sizeof(int));
-    memset(nb->list_dirty, 0, n);
     nb->irr_on_device = 0;
     if (nb->ops->irr_open) {
         int st = nb->ops->irr_open(nb->state, nb->capacity, lmax, &nb->irr_on_device);
@@ -818,8 +748,8 @@ int gpunb_set_list(gpunb *nb, int j, int n, const int *members)
     if (n > 0)
         memcpy(row + 1, members, sizeof(int) * (size_t)n);
     nb->list_count[j] = n;
-    if (!nb->list_dirty[j])
-        nb->list_dirty[j] = 1;
+    if (gpunb_dirty_mark(nb->list_dirty, j))
+        return gpunb_fail(GPUNB_ERESOURCE, "gpunb_set_list: out of host memory to note that list %d changed", j);
     return GPUNB_OK;
 }
 
@@ -860,7 +790,7 @@ NO_CONTRACTION static void host_irregular(gpunb *nb, int ni, const int *j_index,
 
 /* The records and lists the device lacks: their counts and indices for
  * ops->firr_start or ops->push; after the back-end took them, take_done
- * clears their flags. */
+ * clears their marks. */
 typedef struct device_changes {
     int ndirty, listed, nlists;
 } device_changes;
@@ -869,15 +799,14 @@ static device_changes take_device_changes(gpunb *nb)
 {
     device_changes c;
     c.listed = take_dirty_records(nb, nb->capacity, &c.ndirty);
-    c.nlists = gather_dirty(nb->list_dirty, nb->capacity, nb->list_dirty_index);
+    c.nlists = gpunb_dirty_list(nb->list_dirty, nb->capacity, nb->list_dirty_index);
     return c;
 }
 
-static void take_done(gpunb *nb, const device_changes *c)
+static void take_done(gpunb *nb)
 {
-    clear_dirty_records(nb, nb->capacity, c->ndirty, c->listed);
-    for (int k = 0; k < c->nlists; k++)
-        nb->list_dirty[nb->list_dirty_index[k]] = 0;
+    clear_dirty_records(nb, nb->capacity);
+    gpunb_dirty_clear(nb->list_dirty, nb->capacity);
 }
 
 int gpunb_push(gpunb *nb)
@@ -899,7 +828,7 @@ int gpunb_push(gpunb *nb)
                        c.nlists, nb->list_dirty_index);
     if (st != GPUNB_OK)
         return st;
-    take_done(nb, &c);
+    take_done(nb);
     nb->pushed = 1;
     nb->stats.pushes++;
     nb->stats.time_push += nb6_clock() - t0;
@@ -970,7 +899,7 @@ int gpunb_firr_start(gpunb *nb, int ni, const int *j_index, double t)
                                  c.listed ? nb->dirty_list : NULL, nb->lists, c.nlists, nb->list_dirty_index);
         if (st != GPUNB_OK) /* the flags stay: upload again next time (a copy read half-way is redone) */
             return st;
-        take_done(nb, &c);
+        take_done(nb);
     } else {
         host_irregular(nb, ni, j_index, t);
     }

@@ -51,7 +51,7 @@ typedef struct gpunb_backend_ops {
     void *(*alloc_records)(void *state, size_t bytes);
     void (*free_records)(void *state, void *records);
     /* Predict records 0..nj-1 to t and make them the j-set; the ndirty
-     * records dirty[] (ascending) changed since the last call; dirty = NULL:
+     * records dirty[] (distinct, in no order) changed since the last call; dirty = NULL:
      * any of 0..nj-1 may have changed.  lightest: the smallest non-zero
      * mass ever set (0 if none).  May go on reading rec after it returns,
      * until records_wait. */
@@ -73,8 +73,9 @@ typedef struct gpunb_backend_ops {
      * *on_device to 1 when firr_start runs on the device. */
     int (*irr_open)(void *state, int capacity, int lmax, int *on_device);
     /* Bring the device's records and lists up to date (records: the ndirty
-     * of 0..nrec-1 listed ascending in dirty, or all of them when dirty is
-     * NULL; lists: rows list_index[0..nlists-1] of lists, ascending), then
+     * of 0..nrec-1 listed in dirty, or all of them when dirty is NULL;
+     * lists: rows list_index[0..nlists-1] of lists; both lists distinct, in
+     * no order), then
      * launch the force on i_index[0..ni-1] at t; do not wait.  A full copy
      * of the records may go on reading rec until records_wait. */
     int (*firr_start)(void *state, int ni, const int *i_index, double t, const gpunb_jrecord *rec,
@@ -82,7 +83,7 @@ typedef struct gpunb_backend_ops {
                       const int *list_index);
     /* Start bringing the device's records and lists up to date as
      * firr_start does, and return.  rec and the rows may change while the
-     * copy runs: a set flags them again, and the next call copies them
+     * copy runs: a set marks them again, and the next call copies them
      * again.  Later predict and firr_start calls order their own copies
      * after this one.  Optional: when NULL, gpunb_push does nothing. */
     int (*push)(void *state, const gpunb_jrecord *rec, int nrec, int ndirty, const int *dirty,

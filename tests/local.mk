@@ -5,7 +5,7 @@ tests_libtestlib_la_SOURCES = tests/testlib.c tests/testlib.h
 TEST_LIBS = tests/libtestlib.la libgpunb.la libgpuirr.la -lm
 
 FOUNDATION_TESTS = tests/test_gpunb tests/test_gpuirr tests/test_helpers tests/test_lifecycle \
-	tests/test_concurrency tests/test_native tests/test_resident tests/test_irregular
+	tests/test_concurrency tests/test_native tests/test_resident tests/test_irregular tests/test_dirty
 check_PROGRAMS += $(FOUNDATION_TESTS)
 TESTS += $(FOUNDATION_TESTS) tests/test_symbols.sh
 tests_test_gpunb_LDADD = $(TEST_LIBS)
@@ -16,6 +16,10 @@ tests_test_concurrency_LDADD = $(TEST_LIBS) -lpthread
 tests_test_native_LDADD = $(TEST_LIBS)
 tests_test_resident_LDADD = $(TEST_LIBS) -lpthread
 tests_test_irregular_LDADD = $(TEST_LIBS)
+# An internal part of libgpunb, built in from its source (its symbols are hidden).
+tests_test_dirty_SOURCES = tests/test_dirty.c gpunb/gpunb_dirty.c
+tests_test_dirty_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gpunb
+tests_test_dirty_LDADD = tests/libtestlib.la libnb6common.la -lm -lpthread
 EXTRA_DIST += tests/test_symbols.sh tests/device-setup.sh
 # The legacy tests run on whatever the default back-end is; on a machine
 # without a GPU a CUDA build must be allowed to use the CPU for them.

@@ -991,20 +991,6 @@ static int cuda_records_wait(void *state)
     return GPUNB_OK;
 }
 
-/* The first k with sorted[k] >= value (n if none). */
-static int first_at_least(const int *sorted, int n, int value)
-{
-    int lo = 0, hi = n;
-    while (lo < hi) {
-        const int mid = lo + (hi - lo) / 2;
-        if (sorted[mid] < value)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* Upload the changed records of GPU g's range (the whole range when
  * dirty is NULL), then predict its whole range into its float j-set;
  * asynchronous: ev_records tells when the host's records have been read. */
@@ -1028,15 +1014,23 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
     } else {
         CHECK(g, cudaStreamSynchronize(g->stream)); /* the staging area is free */
         staged = (gpunb_cuda_jrec *)g->h_stage;
-        /* dirty is ascending: this GPU's records are one run of it. */
-        const int lo = first_at_least(dirty, ndirty, g->j0), hi = first_at_least(dirty, ndirty, g->j0 + g->nj);
-        n = hi - lo;
+        /* dirty is in no order: this GPU's records are those in its range. */
+        const int j0 = g->j0, j1 = g->j0 + g->nj;
+        for (int q = 0; q < ndirty; q++)
+            n += dirty[q] >= j0 && dirty[q] < j1;
         int *index = (int *)(staged + n);
-#pragma omp parallel for if (n > 4096) schedule(static)
-        for (int q = 0; q < n; q++) {
-            memcpy(&staged[q], &rec[dirty[lo + q]], sizeof staged[q]);
-            index[q] = dirty[lo + q] - g->j0;
+        if (n == ndirty) {
+            for (int q = 0; q < n; q++)
+                index[q] = dirty[q] - j0;
+        } else {
+            n = 0;
+            for (int q = 0; q < ndirty; q++)
+                if (dirty[q] >= j0 && dirty[q] < j1)
+                    index[n++] = dirty[q] - j0;
         }
+#pragma omp parallel for if (n > 4096) schedule(static)
+        for (int q = 0; q < n; q++)
+            memcpy(&staged[q], &rec[j0 + index[q]], sizeof staged[q]);
         if (n > 0) {
             CHECK(g, cudaMemcpyAsync(g->d_stage, staged, (sizeof(gpunb_cuda_jrec) + sizeof(int)) * (size_t)n,
                                      cudaMemcpyHostToDevice, g->stream));
