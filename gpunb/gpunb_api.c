@@ -515,6 +515,11 @@ NO_CONTRACTION static void host_predict(gpunb *nb, int nj, double t)
  * or more changed they are not: a copy of all n costs less than a list. */
 static int take_dirty_records(gpunb *nb, int n, int *ndirty)
 {
+    if (n >= nb->capacity) { /* every mark counts: no list needed when many changed */
+        *ndirty = gpunb_dirty_count(nb->dirty);
+        if (*ndirty >= n / 4)
+            return 0;
+    }
     *ndirty = gpunb_dirty_list(nb->dirty, n, nb->dirty_list);
     return *ndirty < n / 4;
 }

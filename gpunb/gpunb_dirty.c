@@ -153,6 +153,16 @@ int gpunb_dirty_mark(gpunb_dirty *d, int j)
     return 0;
 }
 
+int gpunb_dirty_count(gpunb_dirty *d)
+{
+    long long marked = 0;
+    lock(d);
+    for (int k = 0; k < d->nlogs; k++)
+        marked += d->logs[k]->count;
+    unlock(d);
+    return (int)marked; /* each index once: at most n */
+}
+
 int gpunb_dirty_list(gpunb_dirty *d, int below, int *list)
 {
     int count = 0;
@@ -174,10 +184,8 @@ int gpunb_dirty_list(gpunb_dirty *d, int below, int *list)
 
 void gpunb_dirty_clear(gpunb_dirty *d, int below)
 {
-    long long marked = 0;
+    const int marked = gpunb_dirty_count(d);
     lock(d);
-    for (int k = 0; k < d->nlogs; k++)
-        marked += d->logs[k]->count;
     /* Most of a large set marked (a block of most of N): one pass of stores. */
     const int sweep = below >= d->n && marked > d->n / 16;
     if (sweep)

@@ -26,6 +26,9 @@ NB6_INTERNAL void gpunb_dirty_free(gpunb_dirty *d);
  * stays unmarked). */
 NB6_INTERNAL int gpunb_dirty_mark(gpunb_dirty *d, int j);
 
+/* How many indices are marked (O(threads)).  No mark may run meanwhile. */
+NB6_INTERNAL int gpunb_dirty_count(gpunb_dirty *d);
+
 /* The marked indices below `below`, each once and in no particular order,
  * into list (room for `below`); returns their number.  They stay marked
  * until gpunb_dirty_clear.  No mark may run during this call or clear. */

@@ -95,9 +95,14 @@ int main(void)
     for (int r = 0; r < 5; r++) {
         random_marks(want, fractions[r]);
         TL_CHECK(!mark_parallel(sets, SETS, want), "round %d: every mark succeeded", r);
+        int marked = 0;
+        for (int j = 0; j < N; j++)
+            marked += want[j];
         for (int s = 0; s < SETS; s++) {
             char what[64];
             snprintf(what, sizeof what, "round %d (%.0f %% marked), set %d", r, 100 * fractions[r], s);
+            TL_CHECK(gpunb_dirty_count(sets[s]) == marked, "%s: %d counted, %d marked", what,
+                     gpunb_dirty_count(sets[s]), marked);
             const int count = gpunb_dirty_list(sets[s], N, list);
             TL_CHECK(listed_exactly(list, count, want, N, what), "%s: each marked index listed once", what);
             gpunb_dirty_clear(sets[s], N);
@@ -113,6 +118,11 @@ int main(void)
     int count = gpunb_dirty_list(sets[0], below, list);
     TL_CHECK(listed_exactly(list, count, want, below, "below N/3"), "below N/3: exactly the marked ones");
     gpunb_dirty_clear(sets[0], below);
+    int above = 0;
+    for (int j = below; j < N; j++)
+        above += want[j];
+    TL_CHECK(gpunb_dirty_count(sets[0]) == above, "below N/3: %d stay marked above it, %d counted", above,
+             gpunb_dirty_count(sets[0]));
     for (int j = 0; j < below; j++)
         rest[j] = 0;
     for (int j = below; j < N; j++)
