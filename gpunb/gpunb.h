@@ -184,7 +184,9 @@ GPUNB_API int gpunb_set_list(gpunb *nb, int j, int n, const int *members);
  * change is copied again by the next call that needs it); not concurrently
  * with them, nor while an irregular force is in flight.  Does nothing where
  * the irregular force is computed on the host, and before the first
- * gpunb_predict after gpunb_irr_open. */
+ * gpunb_predict after gpunb_irr_open.  Its host cost, like that of the
+ * uploads in gpunb_predict and gpunb_firr_start, grows with what changed,
+ * not with the capacity. */
 GPUNB_API int gpunb_push(gpunb *nb);
 
 /* Start the irregular force on the ni >= 1 particles j_index[0..ni-1]

@@ -63,9 +63,10 @@ module ac_run
     !> bodies (0: never; < 0: N/8, at least gpu_irr_min).  After the largest
     !> blocks the next GPU block would otherwise wait for a copy of all
     !> records: at 64k on the H100 box the blocks of 512-1023 took 0.5-0.66 s
-    !> instead of 0.86-1.03 s for 0.03-0.06 s of pushes.  After every GPU
-    !> block (-push 512) the pushes' own scans of the flags cost as much as
-    !> they saved.
+    !> instead of 0.86-1.03 s for 0.03-0.06 s of pushes.  Pushing from N/32
+    !> or after every GPU block (-push 512) gained nothing measurable at 128k
+    !> (session 12), though a push now costs O(changed), ~30 us after a block
+    !> of 512-1023.
     integer :: push_min = -1
   end type run_options
 
