@@ -22,7 +22,12 @@ struct gpunb_dirty {
 
 /* Each thread remembers its logs of the last few sets it marked, so that a
  * mark finds its log with a compare or two; a thread that marks more sets
- * in turn (two handles) finds its log again in the set's registry. */
+ * in turn (two handles) finds its log again in the set's registry.  A log
+ * outlives its thread (its marks wait for the next take); a later thread
+ * with the same cache address takes it over.  glibc gives a new thread a
+ * finished one's memory, so the registry grows with the threads alive at
+ * once, not with every thread ever made (12 logs after 50 rounds of 12
+ * new threads). */
 enum { CACHE_SLOTS = 4, FIRST_LOG_CAP = 1024 };
 
 typedef struct cache_slot {
