@@ -7,7 +7,6 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

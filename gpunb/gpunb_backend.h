@@ -51,10 +51,10 @@ typedef struct gpunb_backend_ops {
     void *(*alloc_records)(void *state, size_t bytes);
     void (*free_records)(void *state, void *records);
     /* Predict records 0..nj-1 to t and make them the j-set; the ndirty
-     * records dirty[] (distinct, in no order) changed since the last call; dirty = NULL:
-     * any of 0..nj-1 may have changed.  lightest: the smallest non-zero
-     * mass ever set (0 if none).  May go on reading rec after it returns,
-     * until records_wait. */
+     * records dirty[] (distinct, in no order) changed since the last call;
+     * dirty = NULL: any of 0..nj-1 may have changed.  lightest: the
+     * smallest non-zero mass ever set (0 if none).  May go on reading rec
+     * after it returns, until records_wait. */
     int (*predict)(void *state, int nj, double t, const gpunb_jrecord *rec, int ndirty,
                    const int *dirty, double lightest);
     /* Wait until predict has read the records (required with predict).
@@ -75,9 +75,9 @@ typedef struct gpunb_backend_ops {
     /* Bring the device's records and lists up to date (records: the ndirty
      * of 0..nrec-1 listed in dirty, or all of them when dirty is NULL;
      * lists: rows list_index[0..nlists-1] of lists; both lists distinct, in
-     * no order), then
-     * launch the force on i_index[0..ni-1] at t; do not wait.  A full copy
-     * of the records may go on reading rec until records_wait. */
+     * no order), then launch the force on i_index[0..ni-1] at t; do not
+     * wait.  A full copy of the records may go on reading rec until
+     * records_wait. */
     int (*firr_start)(void *state, int ni, const int *i_index, double t, const gpunb_jrecord *rec,
                       int nrec, int ndirty, const int *dirty, const int *lists, int nlists,
                       const int *list_index);
