@@ -21,8 +21,7 @@ module ac_integrator
   use ac_blocks, only: blocks_next, blocks_move
   use ac_correct, only: predict_body, irregular_correct, regular_correct
   use ac_forces, only: regular_chunk_start, regular_chunk_finish, regular_chunk_collect, &
-      regular_chunk_lists, send_particle, send_particle_gpuirr, send_particle_gpunb, &
-      upload_stale_jparticles, xi, vi, gacc, gjrk, listgp, gf, gfd
+      regular_chunk_lists, send_particle, upload_stale_jparticles, xi, vi, gacc, gjrk, listgp, gf, gfd
   use ac_clock, only: wall_seconds
   use ac_profile, only: profile_block, nphase
   implicit none
@@ -185,13 +184,7 @@ contains
     ! Irregular corrector.  Without regular bodies nothing reads GPUIRR's
     ! predictions any more, so the new state can go to GPUIRR at once, and
     ! nothing reads the members' predicted X, XDOT (CXVPRED, GPUNB_SEND and
-    ! the regular corrector run only in blocks with regular bodies).  With
-    ! them, on the -gpu-irr path, GPUIRR is not read again in this block
-    ! either (the new lists' force comes from GPUNB), so an irregular-only
-    ! member's state goes to GPUIRR here too, while it is in this core's
-    ! cache; GPUNB's records must keep the predicted state until the new
-    ! lists' force has read them, so they wait for the loop after the
-    ! regular corrector.
+    ! the regular corrector run only in blocks with regular bodies).
     t = wall_seconds()
     nbs = 0
     ! A body changes level iff its step changed (blocks_move checks the new
@@ -219,8 +212,6 @@ contains
       if (nreg == 0) then
         call send_particle(i)
         moved(k) = step(i) /= sold
-      else if (gpu_irr .and. .not. due(k)) then
-        call send_particle_gpuirr(i)
       end if
     end do
     !$omp end parallel do
@@ -252,11 +243,7 @@ contains
       !$omp parallel do if (nact >= par_min) schedule(static) private(k)
       do k = 1, nact
         if (k + prefetch_ahead <= nact .and. prefetch_ahead > 0) call prefetch_body(act(k + prefetch_ahead))
-        if (gpu_irr .and. .not. due(k)) then
-          call send_particle_gpunb(act(k))
-        else
-          call send_particle(act(k))
-        end if
+        call send_particle(act(k))
         moved(k) = step(act(k)) /= step_old(k)
       end do
       !$omp end parallel do
