@@ -813,6 +813,24 @@ int main(void)
     run_set(GPUNB_BACKEND_CUDA, "cuda", 40000, 200, NULL);
     run_set(GPUNB_BACKEND_CUDA, "cuda", 200000, 128, NULL);
     run_set(GPUNB_BACKEND_CUDA, "cuda", 40000, 200, "0 0");
+    /* Both ways of predicting the members, at every block size of run_set
+     * (auto picks by the block's size), and a value that is neither. */
+    static const char *const modes[2] = {"always", "never"};
+    for (int k = 0; k < 2; k++) {
+        char lab[64];
+        snprintf(lab, sizeof lab, "cuda, NB6ACCEL_CUDA_IRR_PREDICT=%s", modes[k]);
+        setenv("NB6ACCEL_CUDA_IRR_PREDICT", modes[k], 1);
+        run_set(GPUNB_BACKEND_CUDA, lab, 3000, 200, NULL);
+    }
+    {
+        gpunb *bad = NULL;
+        setenv("NB6ACCEL_CUDA_IRR_PREDICT", "sometimes", 1);
+        TL_CHECK(gpunb_open(&bad, 100, GPUNB_BACKEND_CUDA) == GPUNB_EUSAGE &&
+                     strstr(gpunb_last_error(), "NB6ACCEL_CUDA_IRR_PREDICT") != NULL,
+                 "NB6ACCEL_CUDA_IRR_PREDICT=sometimes: open gave \"%s\"", bad ? "success" : gpunb_last_error());
+        gpunb_close(bad);
+        unsetenv("NB6ACCEL_CUDA_IRR_PREDICT");
+    }
 #else
     tl_seed_from_env();
     const struct {

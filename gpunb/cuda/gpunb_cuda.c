@@ -120,6 +120,7 @@ typedef struct cuda_gpu {
     int *h_irr_idx, *d_irr_idx;
     double *h_irr_out, *d_irr_out;
     int irr_cap;
+    double2 *d_irr_pred; /* every record predicted, for large blocks (rec_cap x 4) */
 } cuda_gpu;
 
 typedef struct cuda_state {
@@ -129,6 +130,8 @@ typedef struct cuda_state {
     int nj;
     int dirty; /* a call failed half-way: the counters need a reset */
     enum precise_mode precise_mode;
+    /* irregular force: predict every record first (NB6ACCEL_CUDA_IRR_PREDICT) */
+    enum { IRR_PREDICT_AUTO, IRR_PREDICT_ALWAYS, IRR_PREDICT_NEVER } irr_predict;
     int min_blocks; /* which compiled force variant (GPUNB_CUDA_FORCE_MIN_BLOCKS[_ALT]) */
     int waves;      /* force blocks of a large-NI call, in units of what the GPU holds at once */
     int single;     /* one launch for a small call (NB6ACCEL_CUDA_SINGLE_LAUNCH) */
@@ -221,6 +224,7 @@ static void free_gpu(cuda_gpu *g)
     if (g->irr) /* nothing may still run on what goes next */
         cudaStreamSynchronize(g->irr);
     cudaFree(g->d_lists);
+    cudaFree(g->d_irr_pred);
     cudaFreeHost(g->h_rec_changed);
     cudaFreeHost(g->h_list_changed);
     cudaFreeHost(g->h_irr_idx);
@@ -353,6 +357,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     const char *waves = nb6_getenv("NB6ACCEL_CUDA_WAVES");
     const char *single = nb6_getenv("NB6ACCEL_CUDA_SINGLE_LAUNCH");
     const char *pdl = nb6_getenv("NB6ACCEL_CUDA_PDL");
+    const char *irr_predict = nb6_getenv("NB6ACCEL_CUDA_IRR_PREDICT");
     const size_t chunk = GPUNB_CUDA_NI_CHUNK;
     cuda_state *s;
     size_t len;
@@ -386,6 +391,12 @@ static int cuda_open(void **state, int capacity, char *desc)
         free(ids);
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: NB6ACCEL_CUDA_PDL=\"%s\" is not 0 or 1", pdl);
     }
+    if (irr_predict && strcmp(irr_predict, "auto") && strcmp(irr_predict, "always") && strcmp(irr_predict, "never")) {
+        free(ids);
+        return gpunb_fail(GPUNB_EUSAGE,
+                          "gpunb_open: NB6ACCEL_CUDA_IRR_PREDICT=\"%s\" is not one of auto, always, never",
+                          irr_predict);
+    }
     s = calloc(1, sizeof *s);
     if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu)) ||
         !(s->redo = malloc(sizeof(int) * chunk)) || !(s->short_flag = malloc(chunk)) || !(s->r_h2 = malloc(sizeof(double) * chunk)) ||
@@ -397,6 +408,9 @@ static int cuda_open(void **state, int capacity, char *desc)
             cuda_close(s);
         return gpunb_fail(GPUNB_ERESOURCE, "gpunb_open: out of host memory");
     }
+    s->irr_predict = !irr_predict || !strcmp(irr_predict, "auto") ? IRR_PREDICT_AUTO
+                     : !strcmp(irr_predict, "always")             ? IRR_PREDICT_ALWAYS
+                                                                  : IRR_PREDICT_NEVER;
     s->precise_mode = !mode || !strcmp(mode, "auto") ? PRECISE_AUTO
                       : !strcmp(mode, "always")      ? PRECISE_ALWAYS
                                                      : PRECISE_NEVER;
@@ -1224,6 +1238,7 @@ static int cuda_irr_open(void *state, int capacity, int lmax, int *on_device)
     const size_t rows = (size_t)g->rec_cap * (size_t)lmax;
     CHECK(g, cudaMalloc((void **)&g->d_lists, sizeof(int) * rows));
     CHECK(g, cudaMemset(g->d_lists, 0, sizeof(int) * rows)); /* every list empty, as on the host */
+    CHECK(g, cudaMalloc((void **)&g->d_irr_pred, 4 * sizeof(double2) * (size_t)g->rec_cap));
     if ((st = mapped_alloc(g, (void **)&g->h_rec_changed, (void **)&g->d_rec_changed,
                            sizeof(int) * (size_t)g->rec_cap)) != GPUNB_OK ||
         (st = mapped_alloc(g, (void **)&g->h_list_changed, (void **)&g->d_list_changed,
@@ -1328,8 +1343,12 @@ static int cuda_firr_start(void *state, int ni, const int *i_index, double t, co
     if ((st = pull_changes(s, g, rec, nrec, ndirty, dirty, lists, nlists, list_index)) != GPUNB_OK)
         return st;
     memcpy(g->h_irr_idx, i_index, sizeof(int) * (size_t)ni);
-    CHECK(g, gpunb_cuda_launch_irregular(g->d_rec, g->d_lists, s->irr_lmax, g->d_irr_idx, ni, t, g->d_irr_out,
-                                         g->irr));
+    /* Predict every record once where the pairs (about 80 per i) outnumber
+     * the records several times over; else each pair predicts its member. */
+    const int predict_all = s->irr_predict == IRR_PREDICT_ALWAYS ||
+                            (s->irr_predict == IRR_PREDICT_AUTO && (long long)ni * GPUNB_CUDA_IRR_PREDICT_RATIO >= nrec);
+    CHECK(g, gpunb_cuda_launch_irregular(g->d_rec, nrec, predict_all ? g->d_irr_pred : NULL, g->d_lists, s->irr_lmax,
+                                         g->d_irr_idx, ni, t, g->d_irr_out, g->irr));
     CHECK(g, cudaEventRecord(g->ev_irr, g->irr));
     s->irr_ni = ni;
     return GPUNB_OK;

@@ -102,6 +102,8 @@ typedef struct gpunb_cuda_origin {
 /* Threads per block of the irregular-force and list-scatter kernels (a
  * warp per particle or list). */
 #define GPUNB_CUDA_IRR_THREADS 128
+/* A block of ni i predicts all nrec records first when ni * RATIO >= nrec. */
+#define GPUNB_CUDA_IRR_PREDICT_RATIO 16
 
 /* A particle for the double-precision potential kernel. */
 typedef struct gpunb_cuda_xm {
