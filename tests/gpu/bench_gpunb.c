@@ -16,6 +16,12 @@
  * the GPU; a whole block each way (predict, send/start, regf/finish); and
  * the overlap: how long gpunb_regf_finish still waits after host work of
  * about the force's duration between start and finish.
+ * --irregular 1: instead, per (NI, NJ), the irregular force from the
+ * resident records (gpunb_firr_start/finish) on NI particles in ascending
+ * order, each with a list of 40..120 random members (a Plummer model in its
+ * generated order has neighbours at random indices), 1 % of the records and
+ * lists changed before each call: host time in start, time waited in
+ * finish, the whole call, and pairs per second.
  * Exits 77 with "SKIP: ..." where no CUDA device is usable. */
 #include "config.h"
 #include "gpunb.h"
@@ -181,6 +187,84 @@ static int bench_resident(const int *nis, int nni, const int *njs, int nnj, int 
     }
     return 0;
 }
+static int bench_irregular(const int *nis, int nni, const int *njs, int nnj, int reps)
+{
+    printf("irregular force from the resident records; times in us, medians of %d; 1%% of the records "
+           "and lists changed before each call\n", reps);
+    printf("%7s %8s %10s %10s %10s %10s %12s\n", "NI", "NJ", "pairs", "start", "finish", "call", "pairs/s");
+    const int lmax = 200;
+    for (int q = 0; q < nnj; q++) {
+        const int nj = njs[q], ndirty = nj / 100 > 0 ? nj / 100 : 1;
+        tl_cluster c;
+        tl_cluster_make(&c, nj, 0, 0.0, 0.1);
+        double(*a2)[3] = malloc(sizeof(double[3]) * nj), (*j6)[3] = malloc(sizeof(double[3]) * nj);
+        int *lists = malloc(sizeof(int) * (size_t)nj * lmax), *len = malloc(sizeof(int) * nj);
+        gpunb *nb = NULL;
+        if (gpunb_open(&nb, nj, GPUNB_BACKEND_CUDA) != GPUNB_OK || gpunb_irr_open(nb, lmax) != GPUNB_OK) {
+            printf("FAIL: %s\n", gpunb_last_error());
+            return 1;
+        }
+        for (int j = 0; j < nj; j++) {
+            for (int k = 0; k < 3; k++) {
+                a2[j][k] = 0.5 * tl_normal();
+                j6[j][k] = tl_normal() / 6.0;
+            }
+            gpunb_set_jparticle(nb, j, c.x[j], c.v[j], a2[j], j6[j], c.m[j], 0.0);
+        }
+        for (int j = 0; j < nj; j++) {
+            int *row = lists + (size_t)j * lmax;
+            len[j] = tl_int(40, 120);
+            for (int l = 0; l < len[j]; l++) {
+                do
+                    row[l] = tl_int(0, nj - 1);
+                while (row[l] == j);
+            }
+            gpunb_set_list(nb, j, len[j], row);
+        }
+        gpunb_predict(nb, nj, 1e-4);
+        for (int k = 0; k < nni; k++) {
+            const int ni = nis[k] < nj ? nis[k] : nj;
+            int *ji = malloc(sizeof(int) * ni);
+            double(*acc)[3] = malloc(sizeof(double[3]) * ni), (*jrk)[3] = malloc(sizeof(double[3]) * ni);
+            double *ta = malloc(sizeof(double) * reps), *tb = malloc(sizeof(double) * reps);
+            double *tc = malloc(sizeof(double) * reps);
+            /* ni of the nj, ascending (a large block in index order) */
+            for (int i = 0, picked = 0; i < nj && picked < ni; i++)
+                if (tl_int(0, nj - i - 1) < ni - picked)
+                    ji[picked++] = i;
+            double pairs = 0.0, t = 2e-4;
+            for (int i = 0; i < ni; i++)
+                pairs += len[ji[i]];
+            for (int rep = 0; rep < reps; rep++, t += 1e-5) {
+                for (int d = 0; d < ndirty; d++) {
+                    int j = tl_int(0, nj - 1);
+                    gpunb_set_jparticle(nb, j, c.x[j], c.v[j], a2[j], j6[j], c.m[j], 0.0);
+                    gpunb_set_list(nb, j, len[j], lists + (size_t)j * lmax);
+                }
+                double s0 = now();
+                if (gpunb_firr_start(nb, ni, ji, t) != GPUNB_OK) {
+                    printf("FAIL: %s\n", gpunb_last_error());
+                    return 1;
+                }
+                double s1 = now();
+                gpunb_firr_finish(nb, acc, jrk);
+                double s2 = now();
+                ta[rep] = s1 - s0;
+                tb[rep] = s2 - s1;
+                tc[rep] = s2 - s0;
+            }
+            const double call = median(tc, reps);
+            printf("%7d %8d %10.0f %10.1f %10.1f %10.1f %12.3e\n", ni, nj, pairs, 1e6 * median(ta, reps),
+                   1e6 * median(tb, reps), 1e6 * call, pairs / call);
+            fflush(stdout);
+            free(ji), free(acc), free(jrk), free(ta), free(tb), free(tc);
+        }
+        gpunb_close(nb);
+        free(a2), free(j6), free(lists), free(len);
+        tl_cluster_free(&c);
+    }
+    return 0;
+}
 #endif
 
 static int parse_list(const char *s, int *out, int max)
@@ -202,7 +286,7 @@ int main(int argc, char **argv)
     int nis[16] = {64, 1024}, njs[16] = {16384, 131072, 1048576};
     int nni = 2, nnj = 3;
     double sass = 0.0, seconds = 0.5;
-    int resident = 0;
+    int resident = 0, irregular = 0;
     for (int a = 1; a + 1 < argc; a += 2) {
         if (strcmp(argv[a], "--ni") == 0)
             nni = parse_list(argv[a + 1], nis, 16);
@@ -214,6 +298,8 @@ int main(int argc, char **argv)
             seconds = atof(argv[a + 1]);
         else if (strcmp(argv[a], "--resident") == 0)
             resident = atoi(argv[a + 1]);
+        else if (strcmp(argv[a], "--irregular") == 0)
+            irregular = atoi(argv[a + 1]);
         else {
             fprintf(stderr, "bench_gpunb: unknown option %s\n", argv[a]);
             return 2;
@@ -231,6 +317,10 @@ int main(int argc, char **argv)
     if (resident) {
         tl_seed_from_env();
         return bench_resident(nis, nni, njs, nnj, 30);
+    }
+    if (irregular) {
+        tl_seed_from_env();
+        return bench_irregular(nis, nni, njs, nnj, 30);
     }
 
     int dev = 0, sms = 0, khz = 0;

@@ -19,7 +19,7 @@ tests_gpu_test_gpunb_irregular_cuda_SOURCES = tests/test_irregular.c
 tests_gpu_test_gpunb_irregular_cuda_LDADD = $(TEST_LIBS)
 tests_gpu_test_gpunb_irregular_cuda_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -DTEST_IRREGULAR_CUDA
 tests_gpu_bench_gpunb_LDADD = $(TEST_LIBS)
-EXTRA_DIST += tests/gpu/run-on-device.sh tests/gpu/sass_per_interaction.sh tests/gpu/run-two-gpus.sh \
+EXTRA_DIST += tests/gpu/run-on-device.sh tests/gpu/run-irregular.sh tests/gpu/sass_per_interaction.sh tests/gpu/run-two-gpus.sh \
 	tests/gpu/device-build.sh \
 	tests/gpu/run-variants.sh tests/gpu/ab-kernel.sh
 if HAVE_CUDA
