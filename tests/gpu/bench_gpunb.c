@@ -187,6 +187,7 @@ static int bench_resident(const int *nis, int nni, const int *njs, int nnj, int 
     }
     return 0;
 }
+
 static int bench_irregular(const int *nis, int nni, const int *njs, int nnj, int reps)
 {
     printf("irregular force from the resident records; times in us, medians of %d; 1%% of the records "
