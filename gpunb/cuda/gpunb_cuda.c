@@ -121,6 +121,11 @@ typedef struct cuda_gpu {
     double *h_irr_out, *d_irr_out;
     int irr_cap;
     double2 *d_irr_pred; /* every record predicted, for large blocks (rec_cap x 4) */
+    /* The pending i's j-set entries read back (fetch_jset_entries), mapped:
+     * their local indices, and jpos, jvel, jlo of each. */
+    int *h_fetch_idx, *d_fetch_idx;
+    float4 *h_fetch, *d_fetch;
+    int fetch_cap, fetch_n;
 } cuda_gpu;
 
 typedef struct cuda_state {
@@ -143,7 +148,7 @@ typedef struct cuda_state {
     /* the i that the fast kernel may have served short (flags per i of a
      * chunk, then packed for a redo) */
     unsigned char *short_flag;
-    int *redo;
+    int *redo, *redo_j; /* redo_j: their j-set indices (resident path) */
     long long redone; /* i redone so far */
     double *r_h2, *r_dtr, (*r_xi)[3], (*r_vi)[3], (*r_acc)[3], (*r_jrk)[3], *r_pot;
     int *r_list;
@@ -158,7 +163,11 @@ typedef struct cuda_state {
     int irr_lmax, irr_ni; /* irregular force: list row length; i of the launch */
     /* The force between regf_start and regf_finish. */
     enum { PENDING_NONE, PENDING_LAUNCHED, PENDING_DEFERRED } p_mode;
-    int p_ni, p_lmax, p_limit, p_direct, p_cap, p_have_x;
+    int p_ni, p_lmax, p_limit, p_direct, p_cap;
+    /* p_xi, p_vi: not filled; predicted on the host from the records
+     * (absolute; only for the precision bound); fetched from the j-set
+     * (about the origin, exactly what the force read). */
+    enum { PX_NONE, PX_HOST, PX_FETCHED } p_x;
     int *p_jidx;
     double *p_h2, *p_dtr, (*p_xi)[3], (*p_vi)[3];
 } cuda_state;
@@ -229,6 +238,8 @@ static void free_gpu(cuda_gpu *g)
     cudaFreeHost(g->h_list_changed);
     cudaFreeHost(g->h_irr_idx);
     cudaFreeHost(g->h_irr_out);
+    cudaFreeHost(g->h_fetch_idx);
+    cudaFreeHost(g->h_fetch);
     if (g->ev_jset)
         cudaEventDestroy(g->ev_jset);
     if (g->ev_irr_records)
@@ -270,6 +281,7 @@ static void cuda_close(void *state)
     free(s->p_xi);
     free(s->p_vi);
     free(s->redo);
+    free(s->redo_j);
     free(s->short_flag);
     free(s->r_h2);
     free(s->r_dtr);
@@ -286,6 +298,14 @@ static void cuda_close(void *state)
 static int host_alloc(cuda_gpu *g, void **p, size_t bytes)
 {
     CHECK(g, cudaHostAlloc(p, bytes, cudaHostAllocPortable));
+    return GPUNB_OK;
+}
+
+/* pinned host memory that the GPU reads or writes in place */
+static int mapped_alloc(cuda_gpu *g, void **host, void **device, size_t bytes)
+{
+    CHECK(g, cudaHostAlloc(host, bytes, cudaHostAllocPortable | cudaHostAllocMapped));
+    CHECK(g, cudaHostGetDevicePointer(device, *host, 0));
     return GPUNB_OK;
 }
 
@@ -399,7 +419,8 @@ static int cuda_open(void **state, int capacity, char *desc)
     }
     s = calloc(1, sizeof *s);
     if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu)) ||
-        !(s->redo = malloc(sizeof(int) * chunk)) || !(s->short_flag = malloc(chunk)) || !(s->r_h2 = malloc(sizeof(double) * chunk)) ||
+        !(s->redo = malloc(sizeof(int) * chunk)) || !(s->redo_j = malloc(sizeof(int) * chunk)) ||
+        !(s->short_flag = malloc(chunk)) || !(s->r_h2 = malloc(sizeof(double) * chunk)) ||
         !(s->r_dtr = malloc(sizeof(double) * chunk)) || !(s->r_xi = malloc(sizeof(double[3]) * chunk)) ||
         !(s->r_vi = malloc(sizeof(double[3]) * chunk)) || !(s->r_acc = malloc(sizeof(double[3]) * chunk)) ||
         !(s->r_jrk = malloc(sizeof(double[3]) * chunk)) || !(s->r_pot = malloc(sizeof(double) * chunk))) {
@@ -694,12 +715,13 @@ static int finish_gpu(cuda_gpu *g, double *t_force)
     return GPUNB_OK;
 }
 
-/* The i of a chunk as float coordinates about the origin, in h_ibuf. */
+/* The i of a chunk as float coordinates about the origin, in h_ibuf: xi, vi
+ * are taken about o, vo (the state's origin, or zero where they are relative
+ * to it already). */
 static void fill_ibuf(cuda_state *s, int ni, const double *h2, const double *dtr,
-                      const double (*xi)[3], const double (*vi)[3])
+                      const double (*xi)[3], const double (*vi)[3], const double *o, const double *vo)
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
-    const double *o = s->origin, *vo = s->vorigin;
     float4 *ipos = s->h_ibuf, *ivel = s->h_ibuf + ni_pad, *ilo = s->h_ibuf + 2 * ni_pad;
 
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
@@ -807,17 +829,87 @@ static int chunk_collect(cuda_state *s, int ni, double (*acc)[3], double (*jrk)[
     return GPUNB_OK;
 }
 
-/* One chunk of at most NI_CHUNK i with coordinates from the host. */
+/* One chunk of at most NI_CHUNK i with coordinates from the host (about o,
+ * vo: see fill_ibuf). */
 static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr,
-                      const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
-                      double (*jrk)[3], double *pot, int lmax, int limit, int *list,
+                      const double (*xi)[3], const double (*vi)[3], const double *o, const double *vo,
+                      double (*acc)[3], double (*jrk)[3], double *pot, int lmax, int limit, int *list,
                       int precise, double *t_force)
 {
     int st;
-    fill_ibuf(s, ni, h2, dtr, xi, vi);
+    fill_ibuf(s, ni, h2, dtr, xi, vi, o, vo);
     if ((st = chunk_launch(s, ni, limit, precise, 0)) != GPUNB_OK)
         return st;
     return chunk_collect(s, ni, acc, jrk, pot, lmax, limit, list, t_force);
+}
+
+/* GPU g's fetch buffers for n entries (mapped: the kernel writes the host's). */
+static int ensure_fetch(cuda_gpu *g, int n)
+{
+    int st;
+    if (n <= g->fetch_cap)
+        return GPUNB_OK;
+    cudaFreeHost(g->h_fetch_idx);
+    cudaFreeHost(g->h_fetch);
+    g->h_fetch_idx = NULL;
+    g->h_fetch = NULL;
+    g->fetch_cap = 0;
+    if ((st = mapped_alloc(g, (void **)&g->h_fetch_idx, (void **)&g->d_fetch_idx, sizeof(int) * (size_t)n)) ||
+        (st = mapped_alloc(g, (void **)&g->h_fetch, (void **)&g->d_fetch, 3 * sizeof(float4) * (size_t)n)))
+        return st;
+    g->fetch_cap = n;
+    return GPUNB_OK;
+}
+
+/* Entries j[0..n-1] of the j-set as the last gpunb_predict made them, read
+ * back from what the force kernels read, into x, v about the origin.  Not
+ * predicted again from the host's records: those may have changed since
+ * (gpunb_set_jparticle takes effect at the next predict), and an i taken
+ * from them would sit elsewhere than its j entry.  hi + lo of a float pair
+ * is exact in double, so fill_ibuf (with a zero origin) splits the
+ * coordinates back into the same floats. */
+static int fetch_jset_entries(cuda_state *s, int n, const int *j, double (*x)[3], double (*v)[3])
+{
+    int st;
+    for (int k = 0; k < s->ngpu; k++) {
+        cuda_gpu *g = &s->gpu[k];
+        int m = 0;
+        g->fetch_n = 0;
+        if (g->ntiles == 0)
+            continue;
+        if ((st = ensure_fetch(g, n)) != GPUNB_OK)
+            return st;
+        for (int i = 0; i < n; i++)
+            if (j[i] >= g->j0 && j[i] < g->j0 + g->nj)
+                g->h_fetch_idx[m++] = j[i] - g->j0;
+        g->fetch_n = m;
+        CHECK(g, cudaSetDevice(g->device));
+        CHECK(g, gpunb_cuda_launch_fetch(g->d_jpos, g->d_jvel, g->d_jlo, g->d_fetch_idx, m, g->d_fetch,
+                                         g->stream));
+    }
+    for (int k = 0; k < s->ngpu; k++) {
+        cuda_gpu *g = &s->gpu[k];
+        if (g->fetch_n > 0) {
+            CHECK(g, cudaSetDevice(g->device));
+            CHECK(g, cudaStreamSynchronize(g->stream));
+        }
+        g->fetch_n = 0; /* from here: the entries taken so far */
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < s->ngpu; k++) {
+            cuda_gpu *g = &s->gpu[k];
+            if (g->ntiles == 0 || j[i] < g->j0 || j[i] >= g->j0 + g->nj)
+                continue;
+            const float4 *e = g->h_fetch + 3 * (size_t)g->fetch_n++;
+            x[i][0] = (double)e[0].x + (double)e[2].x;
+            x[i][1] = (double)e[0].y + (double)e[2].y;
+            x[i][2] = (double)e[0].z + (double)e[2].z;
+            v[i][0] = e[1].x;
+            v[i][1] = e[1].y;
+            v[i][2] = e[1].z;
+            break;
+        }
+    return GPUNB_OK;
 }
 
 /* Whether the fast kernel's result for i may be off by more than 1e-6 of its
@@ -825,7 +917,8 @@ static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr
  * 2^-24 R, so a pair's dx by ~1e-7 (R_i + R_j), and its term m dx / r^3 by
  * ~4e-7 m (2 R_i / r^3 + 1 / r^2); a pair that is no neighbour has
  * r^2 >= m h2, so the worst term is that of the lightest j. */
-static int short_of_precision(const cuda_state *s, double h2, const double xi[3], const double acc[3])
+static int short_of_precision(const cuda_state *s, double h2, const double xi[3], const double *o,
+                              const double acc[3])
 {
     double r2 = 0, a2 = 0;
     if (s->min_mass <= 0.0) /* no mass, no force */
@@ -833,7 +926,7 @@ static int short_of_precision(const cuda_state *s, double h2, const double xi[3]
     if (h2 <= 0.0) /* no neighbours: close pairs are in the sums */
         return 1;
     for (int c = 0; c < 3; c++) {
-        r2 += (xi[c] - s->origin[c]) * (xi[c] - s->origin[c]);
+        r2 += (xi[c] - o[c]) * (xi[c] - o[c]);
         a2 += acc[c] * acc[c];
     }
     double mh2 = s->min_mass * h2;
@@ -841,17 +934,22 @@ static int short_of_precision(const cuda_state *s, double h2, const double xi[3]
     return !(bound <= 1e-6 * sqrt(a2));
 }
 
+static const double zero3[3] = {0.0, 0.0, 0.0};
+
 /* Redo, with the PRECISE kernel, the i of a chunk that the fast kernel may
- * have served short: packed into the state's buffers, then scattered back. */
+ * have served short: packed into the state's buffers, then scattered back.
+ * xi, vi about o, vo decide which; with j_index (the i are j-set members
+ * whose xi may be only near their entries, see predict_pending_on_host) the
+ * redone i are read back from the j-set. */
 static int redo_precise(cuda_state *s, int ni, const double *h2, const double *dtr,
-                        const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
-                        double (*jrk)[3], double *pot, int lmax, int limit, int *list,
-                        double *t_force)
+                        const double (*xi)[3], const double (*vi)[3], const double *o, const double *vo,
+                        const int *j_index, double (*acc)[3], double (*jrk)[3], double *pot, int lmax,
+                        int limit, int *list, double *t_force)
 {
     int n = 0, st;
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
     for (int i = 0; i < ni; i++)
-        s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s, h2[i], xi[i], acc[i]);
+        s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s, h2[i], xi[i], o, acc[i]);
     for (int i = 0; i < ni; i++)
         if (s->short_flag[i])
             s->redo[n++] = i;
@@ -871,8 +969,15 @@ static int redo_precise(cuda_state *s, int ni, const double *h2, const double *d
         s->r_dtr[q] = dtr[i];
         memcpy(s->r_xi[q], xi[i], sizeof s->r_xi[q]);
         memcpy(s->r_vi[q], vi[i], sizeof s->r_vi[q]);
+        if (j_index)
+            s->redo_j[q] = j_index[i];
     }
-    st = regf_chunk(s, n, s->r_h2, s->r_dtr, (const double(*)[3])s->r_xi, (const double(*)[3])s->r_vi,
+    if (j_index) {
+        if ((st = fetch_jset_entries(s, n, s->redo_j, s->r_xi, s->r_vi)) != GPUNB_OK)
+            return st;
+        o = vo = zero3;
+    }
+    st = regf_chunk(s, n, s->r_h2, s->r_dtr, (const double(*)[3])s->r_xi, (const double(*)[3])s->r_vi, o, vo,
                     s->r_acc, s->r_jrk, s->r_pot, lmax, limit, s->r_list, 1, t_force);
     if (st != GPUNB_OK)
         return st;
@@ -916,12 +1021,13 @@ static int precise_directly(const cuda_state *s, int n, const double *h2)
     return direct;
 }
 
-static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
-                     const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
-                     double (*jrk)[3], double *pot, int lmax, int limit, int *list,
-                     double *t_force, double *t_gather)
+/* The regular force of ni i with coordinates from the host, about o, vo (see
+ * fill_ibuf), chunk after chunk. */
+static int regf_all(cuda_state *s, int ni, const double *h2, const double *dtr, const double (*xi)[3],
+                    const double (*vi)[3], const double *o, const double *vo, double (*acc)[3],
+                    double (*jrk)[3], double *pot, int lmax, int limit, int *list, double *t_force,
+                    double *t_gather)
 {
-    cuda_state *s = state;
     const double t0 = nb6_clock();
     int chunk, st;
 
@@ -932,10 +1038,10 @@ static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
         const int n = ni - i0 < chunk ? ni - i0 : chunk;
         const int direct = precise_directly(s, n, h2 + i0);
         int *cols = list + (size_t)i0 * (size_t)lmax;
-        st = regf_chunk(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, acc + i0, jrk + i0,
+        st = regf_chunk(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, o, vo, acc + i0, jrk + i0,
                         pot ? pot + i0 : NULL, lmax, limit, cols, direct, t_force);
         if (st == GPUNB_OK && !direct && s->precise_mode == PRECISE_AUTO)
-            st = redo_precise(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, acc + i0, jrk + i0,
+            st = redo_precise(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, o, vo, NULL, acc + i0, jrk + i0,
                               pot ? pot + i0 : NULL, lmax, limit, cols, t_force);
     }
     s->dirty = st != GPUNB_OK;
@@ -943,6 +1049,16 @@ static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
     if (*t_gather < 0.0)
         *t_gather = 0.0;
     return st;
+}
+
+static int cuda_regf(void *state, int ni, const double *h2, const double *dtr,
+                     const double (*xi)[3], const double (*vi)[3], double (*acc)[3],
+                     double (*jrk)[3], double *pot, int lmax, int limit, int *list,
+                     double *t_force, double *t_gather)
+{
+    cuda_state *s = state;
+    return regf_all(s, ni, h2, dtr, xi, vi, s->origin, s->vorigin, acc, jrk, pot, lmax, limit, list, t_force,
+                    t_gather);
 }
 
 /* ---- Resident j-particles and the asynchronous force ------------------- */
@@ -1098,11 +1214,9 @@ static int cuda_predict(void *state, int nj, double t, const gpunb_jrecord *rec,
     return GPUNB_OK;
 }
 
-/* The pending i predicted on the host exactly as the GPU predicts them
- * (same formula, no FMA), so their floats equal their j entries'. */
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("fp-contract=off")))
-#endif
+/* The pending i predicted on the host from the records as they are now:
+ * where a record changed after gpunb_predict this is not where its j entry
+ * is, so it serves only the precision bound of redo_precise. */
 static void predict_pending_on_host(cuda_state *s)
 {
     const double t = s->t_pred;
@@ -1115,7 +1229,7 @@ static void predict_pending_on_host(cuda_state *s)
             s->p_vi[i][k] = r->v0[k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
         }
     }
-    s->p_have_x = 1;
+    s->p_x = PX_HOST;
 }
 
 static int grow_pending(cuda_state *s, int ni)
@@ -1141,9 +1255,10 @@ static int grow_pending(cuda_state *s, int ni)
 }
 
 /* One GPU: the i are gathered from the predicted j-set on the GPU (only
- * their indices, h2 and dtr cross PCIe).  Several GPUs: the i are predicted
- * on the host (bit-identical) and sent, since each GPU holds only its range.
- * A block larger than one launch (NI_CHUNK) is computed at finish. */
+ * their indices, h2 and dtr cross PCIe).  Several GPUs: the i are read back
+ * from the j-set and sent, since each GPU holds only its range.  A block
+ * larger than one launch (NI_CHUNK) is computed at finish, its i read back
+ * from the j-set likewise. */
 static int cuda_regf_start(void *state, int ni, const int *j_index, const double *h2, const double *dtr,
                            int lmax, int limit)
 {
@@ -1158,7 +1273,7 @@ static int cuda_regf_start(void *state, int ni, const int *j_index, const double
     s->p_ni = ni;
     s->p_lmax = lmax;
     s->p_limit = limit;
-    s->p_have_x = 0;
+    s->p_x = PX_NONE;
     if (ni > chunk) {
         s->p_mode = PENDING_DEFERRED;
         return GPUNB_OK;
@@ -1167,9 +1282,9 @@ static int cuda_regf_start(void *state, int ni, const int *j_index, const double
     if (s->ngpu == 1) {
         fill_iidx(s, ni, j_index, h2, dtr);
         st = chunk_launch(s, ni, limit, s->p_direct, 1);
-    } else {
-        predict_pending_on_host(s);
-        fill_ibuf(s, ni, h2, dtr, (const double(*)[3])s->p_xi, (const double(*)[3])s->p_vi);
+    } else if ((st = fetch_jset_entries(s, ni, j_index, s->p_xi, s->p_vi)) == GPUNB_OK) {
+        s->p_x = PX_FETCHED;
+        fill_ibuf(s, ni, h2, dtr, (const double(*)[3])s->p_xi, (const double(*)[3])s->p_vi, zero3, zero3);
         st = chunk_launch(s, ni, limit, s->p_direct, 0);
     }
     s->dirty |= st != GPUNB_OK;
@@ -1186,17 +1301,20 @@ static int cuda_regf_finish(void *state, double (*acc)[3], double (*jrk)[3], dou
 
     s->p_mode = PENDING_NONE;
     if (mode == PENDING_DEFERRED) {
-        predict_pending_on_host(s);
-        return cuda_regf(s, ni, s->p_h2, s->p_dtr, (const double(*)[3])s->p_xi, (const double(*)[3])s->p_vi,
-                         acc, jrk, pot, lmax, limit, list, t_force, t_gather);
+        if ((st = fetch_jset_entries(s, ni, s->p_jidx, s->p_xi, s->p_vi)) != GPUNB_OK)
+            return st;
+        return regf_all(s, ni, s->p_h2, s->p_dtr, (const double(*)[3])s->p_xi, (const double(*)[3])s->p_vi, zero3,
+                        zero3, acc, jrk, pot, lmax, limit, list, t_force, t_gather);
     }
     *t_force = 0.0;
     st = chunk_collect(s, ni, acc, jrk, pot, lmax, limit, list, t_force);
     const double t0 = nb6_clock();
     if (st == GPUNB_OK && !s->p_direct && s->precise_mode == PRECISE_AUTO) {
-        if (!s->p_have_x)
+        const int fetched = s->p_x == PX_FETCHED;
+        if (s->p_x == PX_NONE)
             predict_pending_on_host(s);
         st = redo_precise(s, ni, s->p_h2, s->p_dtr, (const double(*)[3])s->p_xi, (const double(*)[3])s->p_vi,
+                          fetched ? zero3 : s->origin, fetched ? zero3 : s->vorigin, fetched ? NULL : s->p_jidx,
                           acc, jrk, pot, lmax, limit, list, t_force);
     }
     s->dirty = st != GPUNB_OK;
@@ -1205,14 +1323,6 @@ static int cuda_regf_finish(void *state, double (*acc)[3], double (*jrk)[3], dou
 }
 
 /* ---- Irregular force over neighbour lists (one GPU) -------------------- */
-
-/* pinned host memory that the GPU reads or writes in place */
-static int mapped_alloc(cuda_gpu *g, void **host, void **device, size_t bytes)
-{
-    CHECK(g, cudaHostAlloc(host, bytes, cudaHostAllocPortable | cudaHostAllocMapped));
-    CHECK(g, cudaHostGetDevicePointer(device, *host, 0));
-    return GPUNB_OK;
-}
 
 static int cuda_irr_open(void *state, int capacity, int lmax, int *on_device)
 {

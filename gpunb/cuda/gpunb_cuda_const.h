@@ -40,7 +40,7 @@
 
 /* Largest number of i-particles one launch takes; larger NI are split.  The
  * buffers for the neighbour lists scale with it (chunk * limit ints). */
-#define GPUNB_CUDA_NI_CHUNK 4096
+#define GPUNB_CUDA_NI_CHUNK 16384
 
 /* Reduction kernel: a block sums one component for 32 i (one per lane);
  * this many warps share the slices of those i. */

@@ -87,6 +87,12 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_predict(const gpunb_cuda_jrec *rec, i
                                                    double t, const gpunb_cuda_origin *o, float4 *jpos,
                                                    float4 *jvel, float4 *jlo, cudaStream_t stream);
 
+/* out[3k], out[3k + 1], out[3k + 2] = jpos, jvel, jlo of entry index[k] for
+ * k < n: what the last prediction made of those members (the host's records
+ * may have changed since). */
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_fetch(const float4 *jpos, const float4 *jvel, const float4 *jlo,
+                                                 const int *index, int n, float4 *out, cudaStream_t stream);
+
 /* Changed records and lists pulled by the GPU straight from the host's
  * pinned arrays (host_rec, host_lists: their device addresses): for k < n,
  * rec[index[k]] = host_rec[index[k]]; list row index[k] (lmax ints: count,

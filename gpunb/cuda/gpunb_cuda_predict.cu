@@ -52,6 +52,21 @@ gpunb_predict_kernel(const gpunb_cuda_jrec *__restrict__ rec, int nj, int npad, 
     jlo[q] = l;
 }
 
+/* The j-set entries of the given members, as the force kernels read them. */
+static __global__ void __launch_bounds__(GPUNB_CUDA_PREDICT_THREADS)
+gpunb_fetch_kernel(const float4 *__restrict__ jpos, const float4 *__restrict__ jvel,
+                   const float4 *__restrict__ jlo, const int *__restrict__ index, int n,
+                   float4 *__restrict__ out)
+{
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < n) {
+        const int j = index[k];
+        out[3 * k] = jpos[j];
+        out[3 * k + 1] = jvel[j];
+        out[3 * k + 2] = jlo[j];
+    }
+}
+
 extern "C" cudaError_t gpunb_cuda_launch_scatter(const gpunb_cuda_jrec *staged, const int *index, int n,
                                                  gpunb_cuda_jrec *rec, cudaStream_t stream)
 {
@@ -67,5 +82,14 @@ extern "C" cudaError_t gpunb_cuda_launch_predict(const gpunb_cuda_jrec *rec, int
 {
     const int nt = GPUNB_CUDA_PREDICT_THREADS;
     gpunb_predict_kernel<<<(npad + nt - 1) / nt, nt, 0, stream>>>(rec, nj, npad, t, *o, jpos, jvel, jlo);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t gpunb_cuda_launch_fetch(const float4 *jpos, const float4 *jvel, const float4 *jlo,
+                                               const int *index, int n, float4 *out, cudaStream_t stream)
+{
+    const int nt = GPUNB_CUDA_PREDICT_THREADS;
+    if (n > 0)
+        gpunb_fetch_kernel<<<(n + nt - 1) / nt, nt, 0, stream>>>(jpos, jvel, jlo, index, n, out);
     return cudaGetLastError();
 }

@@ -437,7 +437,7 @@ int main(int argc, char **argv)
         run_set(131072, mid, 4, 1, NULL);
         const int big[] = {2048, 64};
         run_set(1000000, big, 2, 1, NULL);
-        const int split[] = {5000, 3000}; /* larger than one launch: computed at finish */
+        const int split[] = {20000, 17000}; /* larger than one launch: computed at finish */
         run_set(40000, split, 2, 1, NULL);
     }
     const int shares[] = {64, 1000};
