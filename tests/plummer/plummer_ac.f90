@@ -161,7 +161,7 @@ contains
         '                  ahead (default 8, 0: no prefetch)', &
         '  -ascending F    blocks of at least N/F members in index order (default 8,', &
         '                  0: every block in level order)', &
-        '  -nimax NI       regular bodies per GPUNB_REGF call at most (default 4096;', &
+        '  -nimax NI       regular bodies per GPUNB_REGF call at most (default 16384;', &
         '                  NBODY6''s NIMAX is 1024)', &
         '  -profile        after the table, the second half''s time by block size and',&
         '                  phase (scheduling, irregular force and corrector, regular)', &
