@@ -117,9 +117,10 @@ contains
     logical, intent(in) :: moved(:)
     integer :: k, i, l
     if (ascending_fraction > 0 .and. nact >= n / max(ascending_fraction, 1)) then
-      if (count(moved(1:nact)) >= n / 16) then
+      if (count(moved(1:nact)) >= n / 64) then
         ! Many moves: new levels first, then every list afresh in one pass
-        ! over LEVEL, cheaper than thousands of scattered remove/add pairs,
+        ! over LEVEL on the team, cheaper than a thousand scattered
+        ! remove/add pairs on one thread,
         ! and it leaves each list ascending, so that the blocks made of
         ! them walk the per-body arrays in a few sequential streams.
         !$omp parallel do if (nact >= 4096) schedule(static)
