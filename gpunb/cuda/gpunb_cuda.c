@@ -16,8 +16,8 @@
  * predictor records of its j range in double, receives only the records
  * changed since the last predict, and predicts its range into the same float
  * j-set a send leaves (bit-identical to the host's double prediction); the i
- * of a block are gathered from that j-set on the GPU (one GPU) or predicted
- * on the host (several GPUs, each holding only its range), the launch
+ * of a block are gathered from that j-set on the GPU (one GPU) or read back
+ * from it and sent (several GPUs, each holding only its range), the launch
  * returns at once and the finish synchronises once.
  *
  * Positions go to the GPU as floats relative to an origin chosen at send or

@@ -5,9 +5,11 @@
  *
  * The prediction is in double with NBODY6's Horner form and no contraction
  * into FMA (__dmul_rn/__dadd_rn), so it is bit-identical to the host's
- * (gpunb_api.c and gpunb_cuda.c, fp-contract off): an i-particle predicted on the
- * host (the several-GPU path, the redo of a block) converts to exactly the
- * floats of its j entry, and self stays an exact r = 0 neighbour. */
+ * (gpunb_api.c, fp-contract off): the host's and the GPU's j-sets are the
+ * same floats.  The i of a pending force that the host needs (the several-GPU
+ * path, the redo of a block) are read back from the j-set (the fetch kernel
+ * below), so that self stays an exact r = 0 neighbour even where the
+ * records changed after the prediction. */
 #include "gpunb_cuda_kernels.h"
 
 static __global__ void __launch_bounds__(GPUNB_CUDA_PREDICT_THREADS)
