@@ -165,26 +165,19 @@ contains
     nblock = nblock + 1
 
     ! The regular subset from REGDUE (one byte per body, set by the
-    ! correctors): serial, and cheap even for the largest blocks.  A block
-    ! shared with the host (-irr-share) is split in the same pass.
+    ! correctors); a block shared with the host (-irr-share) is then split.
     split = irr_share .and. gpu_irr_min > 0 .and. nact >= gpu_irr_min .and. jset_predicted
     nhost_most = 0
     if (split) then
       b = min(max(bit_size(nact) - leadz(nact), 1), nshare)
       nhost_most = int(host_share(b) * nact) ! < nact: the GPU gets at least one
     end if
-    nreg = 0
+    call regular_subset(nact, nreg)
     ngpu = 0
     nhost = 0
     if (split) then
       do k = 1, nact
         i = act(k)
-        due(k) = regdue(i)
-        if (due(k)) then
-          nreg = nreg + 1
-          ireg(nreg) = i
-          kreg(nreg) = k
-        end if
         if (due(k) .or. nhost >= nhost_most) then
           ngpu = ngpu + 1
           on_gpu(ngpu) = i
@@ -195,8 +188,6 @@ contains
           row(k) = -nhost
         end if
       end do
-    else
-      call regular_subset(nact, nreg)
     end if
 
     nc = nact; one = 1; nn = n
