@@ -422,6 +422,31 @@ int gpunb_regf(gpunb *nb, int ni, const double *h2, const double *dtr, const dou
     return GPUNB_OK;
 }
 
+/* records_busy: 0 no copy reads the records; RECORDS_COPYING a copy may
+ * (set by gpunb_predict); RECORDS_WAITING one caller waits for it.  The
+ * callers of gpunb_set_jparticle are a corrector's whole team, which meets
+ * the flag at once: one of them asks the back-end (CUDA calls, which
+ * serialise on the driver's locks: sixteen threads each asking took some
+ * 0.1 ms), the others watch the flag. */
+enum { RECORDS_COPYING = 1, RECORDS_WAITING = 2 };
+
+static int wait_for_records(gpunb *nb)
+{
+    for (;;) {
+        int busy = atomic_load_explicit(&nb->records_busy, memory_order_acquire);
+        if (busy == 0)
+            return GPUNB_OK;
+        if (busy == RECORDS_COPYING &&
+            atomic_compare_exchange_strong_explicit(&nb->records_busy, &busy, RECORDS_WAITING,
+                                                    memory_order_acq_rel, memory_order_acquire)) {
+            const int st = nb->ops->records_wait(nb->state);
+            /* after a failure the next caller asks again */
+            atomic_store_explicit(&nb->records_busy, st == GPUNB_OK ? 0 : RECORDS_COPYING, memory_order_release);
+            return st;
+        }
+    }
+}
+
 int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3],
                         const double f_half[3], const double fdot_sixth[3], double m, double t0)
 {
@@ -449,10 +474,9 @@ int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3]
     if (!isfinite(t0))
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_jparticle: t0 = %g of j-particle %d is not finite", t0, j);
     if (atomic_load_explicit(&nb->records_busy, memory_order_acquire)) {
-        int st = nb->ops->records_wait(nb->state);
+        int st = wait_for_records(nb);
         if (st != GPUNB_OK)
             return st;
-        atomic_store_explicit(&nb->records_busy, 0, memory_order_release);
     }
     gpunb_jrecord *r = &nb->rec[j];
     for (int k = 0; k < 3; k++) {
@@ -555,7 +579,7 @@ int gpunb_predict(gpunb *nb, int nj, double t)
     if (nb->ops->predict) {
         st = nb->ops->predict(nb->state, nj, t, nb->rec, ndirty, listed ? nb->dirty_list : NULL,
                               atomic_load(&nb->lightest));
-        atomic_store(&nb->records_busy, 1); /* also after a failure half-way */
+        atomic_store(&nb->records_busy, RECORDS_COPYING); /* also after a failure half-way */
     } else {
         host_predict(nb, nj, t);
         st = nb->ops->send(nb->state, nj, nb->mp, (const double(*)[3])nb->xp,

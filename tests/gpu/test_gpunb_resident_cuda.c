@@ -91,9 +91,13 @@ static void set_record(gpunb *nb, const jset *s, int j)
 }
 
 /* Correct `count` random records as NBODY6 does after a step: new epoch t,
- * x0/v0 the prediction, new force derivatives. */
+ * x0/v0 the prediction, new force derivatives; then hand them to the
+ * library from an OpenMP team, as a corrector loop does (right after
+ * gpunb_predict the whole team meets the copy that may still read them). */
 static void correct_some(jset *s, gpunb *nb, int count, double t)
 {
+    int *js = malloc(sizeof(int) * (size_t)count), nj = 0;
+    unsigned char *seen = calloc((size_t)s->n, 1);
     for (int q = 0; q < count; q++) {
         int j;
         do
@@ -105,8 +109,16 @@ static void correct_some(jset *s, gpunb *nb, int count, double t)
             s->fdot_sixth[j][k] = tl_normal() / 6.0;
         }
         s->t0[j] = t;
-        set_record(nb, s, j);
+        if (!seen[j]) { /* concurrent calls only for distinct j */
+            seen[j] = 1;
+            js[nj++] = j;
+        }
     }
+#pragma omp parallel for schedule(static, 1)
+    for (int q = 0; q < nj; q++)
+        set_record(nb, s, js[q]);
+    free(seen);
+    free(js);
 }
 
 typedef struct block {
