@@ -170,35 +170,48 @@ contains
     integer, intent(in), contiguous :: idx(:)
     logical, intent(in) :: grow_empty, async
     integer :: ll, i, k, nfail, c, growths
+    integer(int64) :: nover
     integer(c_int) :: nic, lm, nbm
     integer(c_int) :: fail(nimax), jfail(nimax)
     real(dp) :: t
-    logical :: retry
+    logical :: retry(nimax)
 
     t = wall_seconds()
     nic = ni; lm = lmax; nbm = nbmax
     if (async) call gpunb_regf_finish(gacc, gjrk, gpot, listgp)
     growths = 0
     do
+      ! The counts on the team: each sits in its own column, 1.3 kB from the
+      ! next, last written by another core (a serial pass over the 7-16k
+      ! columns of a large block waited on one cache miss after another).
       nfail = 0
+      nover = 0
+      !$omp parallel do if (ni >= 256) schedule(static) private(ll, i, c) reduction(+:nfail, nover)
       do ll = 1, ni
         i = idx(ll)
         c = listgp(1,ll)
-        retry = .false.
+        retry(ll) = .false.
         if (c < 0) then
           rs(i) = 0.9_dp * rs(i)
-          noverflow = noverflow + 1
-          retry = .true.
+          nover = nover + 1
+          retry(ll) = .true.
+          nfail = nfail + 1
         else if (c < 2 .and. grow_empty .and. growths < max_growth) then
           rs(i) = 1.5_dp * rs(i)
-          retry = .true.
+          retry(ll) = .true.
+          nfail = nfail + 1
         end if
-        if (retry) then
+      end do
+      !$omp end parallel do
+      noverflow = noverflow + nover
+      if (nfail == 0) exit
+      nfail = 0
+      do ll = 1, ni
+        if (retry(ll)) then
           nfail = nfail + 1
           fail(nfail) = ll
         end if
       end do
-      if (nfail == 0) exit
       if (any(listgp(1, fail(1:nfail)) >= 0)) growths = growths + 1
       do k = 1, nfail
         ll = fail(k)
