@@ -7,10 +7,11 @@
 !> divides it.
 module ac_blocks
   use, intrinsic :: iso_fortran_env, only: int64
-  use ac_state, only: dp, n, smax, step, maxlevel, ascending_fraction
+  use ac_state, only: dp, n, smax, step, maxlevel, ascending_fraction, rebuild_fraction
+  use ac_clock, only: wall_seconds
   implicit none
   private
-  public :: blocks_init, blocks_next, blocks_move, blocks_free, level_of
+  public :: blocks_init, blocks_next, blocks_move, blocks_free, level_of, blocks_print_moves
 
   type :: level_list
     integer, allocatable :: idx(:)
@@ -20,6 +21,10 @@ module ac_blocks
   integer(int64), parameter :: mantissa = shiftl(1_int64, 52) - 1
   type(level_list) :: levels(maxlevel)
   integer, allocatable :: level(:), slot(:)
+  !> blocks_move over the run: blocks whose lists were rebuilt, blocks with
+  !> moves one by one and those moves, and the seconds of each way.
+  integer(int64) :: rebuilds = 0, serial_blocks = 0, serial_moves = 0
+  real(dp) :: rebuild_seconds = 0, serial_seconds = 0
 
 contains
 
@@ -36,6 +41,8 @@ contains
   subroutine blocks_init()
     integer :: i, l
     call blocks_free()
+    rebuilds = 0; serial_blocks = 0; serial_moves = 0
+    rebuild_seconds = 0; serial_seconds = 0
     allocate(level(n), slot(n))
     do l = 1, maxlevel
       allocate(levels(l)%idx(16))
@@ -110,16 +117,20 @@ contains
     end if
   end subroutine blocks_next
 
-  !> After a block: move the flagged bodies (their step changed) to their
-  !> level; checked_level stops on a step that is not a power of two.
-  subroutine blocks_move(nact, act, moved)
+  !> After a block: move the nmoved flagged bodies (their step changed) to
+  !> their level; checked_level stops on a step that is not a power of two.
+  subroutine blocks_move(nact, act, moved, nmoved)
     integer, intent(in) :: nact, act(:)
     logical, intent(in) :: moved(:)
+    integer, intent(in) :: nmoved
     integer :: k, i, l
+    real(dp) :: t
+    if (nmoved == 0) return
+    t = wall_seconds()
     if (ascending_fraction > 0 .and. nact >= n / max(ascending_fraction, 1)) then
-      if (count(moved(1:nact)) >= n / 64) then
+      if (nmoved >= n / max(rebuild_fraction, 1)) then
         ! Many moves: new levels first, then every list afresh in one pass
-        ! over LEVEL on the team, cheaper than a thousand scattered
+        ! over LEVEL on the team, cheaper than hundreds of scattered
         ! remove/add pairs on one thread,
         ! and it leaves each list ascending, so that the blocks made of
         ! them walk the per-body arrays in a few sequential streams.
@@ -129,6 +140,8 @@ contains
         end do
         !$omp end parallel do
         call rebuild_lists()
+        rebuilds = rebuilds + 1
+        rebuild_seconds = rebuild_seconds + (wall_seconds() - t)
         return
       end if
     end if
@@ -141,7 +154,18 @@ contains
         call add(i, l)
       end if
     end do
+    serial_blocks = serial_blocks + 1
+    serial_moves = serial_moves + nmoved
+    serial_seconds = serial_seconds + (wall_seconds() - t)
   end subroutine blocks_move
+
+  !> What blocks_move did over the run (for -profile).
+  subroutine blocks_print_moves(unit)
+    integer, intent(in) :: unit
+    write(unit, '(a,i0,a,f7.3,a,i0,a,i0,a,f7.3,a)') '# level moves (t = 0 .. tend): lists rebuilt after ', &
+        rebuilds, ' blocks (', rebuild_seconds, ' s); one by one in ', serial_blocks, ' blocks, ', &
+        serial_moves, ' moves (', serial_seconds, ' s)'
+  end subroutine blocks_print_moves
 
   !> act = the bodies of level >= shallowest, ascending: each thread counts
   !> its share of LEVEL, then writes its members after those of the shares

@@ -152,7 +152,7 @@ contains
   !> Advance the next block; returns its time.
   subroutine block_step(tblock)
     real(dp), intent(out) :: tblock
-    integer :: nact, nreg, k, i, j0, ni, ngpu, nhost, nhost_most, b, r
+    integer :: nact, nreg, k, i, j0, ni, ngpu, nhost, nhost_most, b, r, nmoved
     integer(int64) :: nbs
     integer(c_int) :: nc, one, nn
     real(dp) :: t, xp(3), vp(3), sold, spent(nphase), lap_start
@@ -243,9 +243,11 @@ contains
     ! the regular corrector run only in blocks with regular bodies).
     t = wall_seconds()
     nbs = 0
+    nmoved = 0
     ! A body changes level iff its step changed (blocks_move checks the new
     ! one): no level arithmetic per body.
-    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i, r, xp, vp, sold) reduction(+:nbs)
+    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i, r, xp, vp, sold) &
+    !$omp reduction(+:nbs, nmoved)
     do k = 1, nact
       i = act(k)
       if (k + prefetch_ahead <= nact .and. prefetch_ahead > 0) call prefetch_body(act(k + prefetch_ahead))
@@ -268,6 +270,7 @@ contains
       if (nreg == 0) then
         call send_particle(i)
         moved(k) = step(i) /= sold
+        if (moved(k)) nmoved = nmoved + 1
       end if
     end do
     !$omp end parallel do
@@ -296,11 +299,12 @@ contains
       nstepr = nstepr + nreg
       call lap(4)
       t = wall_seconds()
-      !$omp parallel do if (nact >= par_min) schedule(static) private(k)
+      !$omp parallel do if (nact >= par_min) schedule(static) private(k) reduction(+:nmoved)
       do k = 1, nact
         if (k + prefetch_ahead <= nact .and. prefetch_ahead > 0) call prefetch_body(act(k + prefetch_ahead))
         call send_particle(act(k))
         moved(k) = step(act(k)) /= step_old(k)
+        if (moved(k)) nmoved = nmoved + 1
       end do
       !$omp end parallel do
       wall_setjp = wall_setjp + (wall_seconds() - t)
@@ -314,7 +318,7 @@ contains
       call gpunb_push()
       call lap(5)
     end if
-    call blocks_move(nact, act, moved)
+    call blocks_move(nact, act, moved, nmoved)
     call lap(6)
     call profile_block(nact, nreg, spent)
   contains

@@ -55,6 +55,10 @@ module ac_state
   !> Blocks of at least n / ascending_fraction members come in index order
   !> (ac_blocks; 0: always in level order; run_options sets it).
   integer :: ascending_fraction = 8
+  !> In such blocks, n / rebuild_fraction or more bodies that changed level
+  !> rebuild every level list on the team instead of moving one by one
+  !> (run_options sets it).
+  integer :: rebuild_fraction = 1024
 
   ! ---- particles -------------------------------------------------------------
   real(dp), allocatable, target :: body(:)

@@ -39,7 +39,7 @@ tests_plummer_test_plummer_run_LDFLAGS = $(OPENMP_FCFLAGS)
 tests/plummer/plummer_rng.lo: libnb6accel_fmod.la
 tests/plummer/plummer_model.lo: tests/plummer/plummer_rng.lo tests/plummer/ac_order.lo libnb6accel_fmod.la
 tests/plummer/ac_state.lo: libnb6accel_fmod.la
-tests/plummer/ac_blocks.lo: tests/plummer/ac_state.lo
+tests/plummer/ac_blocks.lo: tests/plummer/ac_state.lo tests/plummer/ac_clock.lo
 tests/plummer/ac_forces.lo: tests/plummer/ac_correct.lo tests/plummer/ac_clock.lo tests/plummer/ac_order.lo
 tests/plummer/ac_correct.lo: tests/plummer/ac_state.lo
 tests/plummer/ac_integrator.lo: tests/plummer/ac_blocks.lo tests/plummer/ac_correct.lo \

@@ -15,6 +15,7 @@ program plummer_ac
   use ac_table, only: print_table, append_csv
   use ac_profile, only: profile_print
   use ac_integrator, only: irr_share_print
+  use ac_blocks, only: blocks_print_moves
   implicit none
   integer, parameter :: dp = real64
   type(run_options) :: opt
@@ -63,6 +64,7 @@ program plummer_ac
     case ('-nimax'); opt%nimax = int_value(arg, val, 1)
     case ('-gpu-irr'); opt%gpu_irr_min = int_value(arg, val, 0)
     case ('-push'); opt%push_min = int_value(arg, val, 0)
+    case ('-rebuild'); opt%rebuild = int_value(arg, val, 1)
     case ('-wall-limit'); opt%wall_limit = real_value(arg, val, 0.0_dp)
     case ('-progress'); opt%progress = real_value(arg, val, 0.0_dp)
     case ('-ic'); ic_file = val
@@ -122,6 +124,7 @@ program plummer_ac
   call run_plummer(n, body, x, v, opt, res, xe, ve)
   call print_table(res)
   if (opt%profile) call profile_print(output_unit, 'second half, t = tend/2 .. tend')
+  if (opt%profile) call blocks_print_moves(output_unit)
   if (opt%profile) call irr_share_print(output_unit)
   if (len_trim(csv_file) > 0) call append_csv(trim(csv_file), res, opt, seed, trim(label))
   if (len_trim(dump_file) > 0) then
@@ -161,6 +164,8 @@ contains
         '                  ahead (default 8, 0: no prefetch)', &
         '  -ascending F    blocks of at least N/F members in index order (default 8,', &
         '                  0: every block in level order)', &
+        '  -rebuild F      blocks in index order rebuild the level lists once N/F', &
+        '                  bodies changed level, else move them one by one (default 1024)', &
         '  -nimax NI       regular bodies per GPUNB_REGF call at most (default 16384;', &
         '                  NBODY6''s NIMAX is 1024)', &
         '  -profile        after the table, the second half''s time by block size and',&
