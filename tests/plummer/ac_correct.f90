@@ -6,12 +6,14 @@
 !> the Hermite coefficients live here too, so that the compiler can inline
 !> them into the correctors.
 module ac_correct
+  use, intrinsic :: iso_fortran_env, only: int64
   use ac_state
   implicit none
   private
   public :: predict_body, irregular_correct, regular_correct, tstep, block_step_below
 
   real(dp), parameter :: one3 = 1.0_dp / 3.0_dp, one12 = 1.0_dp / 12.0_dp
+  integer(int64), parameter :: mantissa_bits = shiftl(1_int64, 52) - 1
 
 contains
 
@@ -100,9 +102,9 @@ contains
     ! Double only where the block time allows it (up to 4x for a step far
     ! too small), halve once or twice, else keep.
     if (ttmp > 2.0_dp * step(i)) then
-      if (modulo(time, 2.0_dp * step(i)) == 0.0_dp) then
+      if (is_multiple(time, 2.0_dp * step(i))) then
         ttmp = min(2.0_dp * step(i), smax)
-        if (dt0 > 10.0_dp * ttmp .and. modulo(time, 2.0_dp * ttmp) == 0.0_dp) &
+        if (dt0 > 10.0_dp * ttmp .and. is_multiple(time, 2.0_dp * ttmp)) &
             ttmp = min(2.0_dp * ttmp, smax)
       else
         ttmp = step(i)
@@ -191,9 +193,9 @@ contains
     ttmp = tstep(freg, fdr, d2ri, d3ri, eta_r)
     dt0 = ttmp
     if (ttmp > 2.0_dp * stepr(i)) then
-      if (modulo(time, 2.0_dp * dtr) == 0.0_dp) then
+      if (is_multiple(time, 2.0_dp * dtr)) then
         ttmp = min(2.0_dp * dtr, smax)
-        if (dt0 > 10.0_dp * ttmp .and. modulo(time, 2.0_dp * ttmp) == 0.0_dp) &
+        if (dt0 > 10.0_dp * ttmp .and. is_multiple(time, 2.0_dp * ttmp)) &
             ttmp = min(2.0_dp * ttmp, smax)
       else
         ttmp = stepr(i)
@@ -294,6 +296,19 @@ contains
       rs(i) = max(0.1_dp * rscale, rs(i))
     end if
   end subroutine neighbour_sphere
+
+  !> modulo(t, p) == 0 for a power of two p > 0 without the fmod call: t / p
+  !> is then exact, so the test is too.  Any other p takes modulo.
+  pure logical function is_multiple(t, p) result(yes)
+    real(dp), intent(in) :: t, p
+    real(dp) :: q
+    if (p > 0 .and. iand(transfer(p, 0_int64), mantissa_bits) == 0) then
+      q = t / p
+      yes = q == aint(q)
+    else
+      yes = modulo(t, p) == 0.0_dp
+    end if
+  end function is_multiple
 
   !> Aarseth's composite criterion (NBODY6's TSTEP, paper eq. 1):
   !> dt = sqrt(eta (|F||D2| + |D1|^2) / (|D1||D3| + |D2|^2)).  A vanishing
