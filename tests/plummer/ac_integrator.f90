@@ -58,9 +58,6 @@ module ac_integrator
   !> Below this many bodies a loop runs on one thread (an OpenMP region
   !> costs more than the work; NBODY6 uses NPMAX = 16 for the same reason).
   integer, parameter :: par_min = 48
-  !> Blocks of at least this many members find their regular subset on the
-  !> team (regular_subset).
-  integer, parameter :: subset_par_min = 8192
 
 contains
 
@@ -89,66 +86,6 @@ contains
     end do
   end subroutine irr_share_print
 
-  !> due(k) = REGDUE of member act(k), and the regular subset in member
-  !> order: ireg(1:nreg), kreg(1:nreg).  A large block's pass runs on the
-  !> team (each thread counts its share of the members, then writes its
-  !> regular ones after those of the shares before it): serially it was a
-  !> good part of the scheduling of a block of most bodies.
-  subroutine regular_subset(nact, nreg)
-    !$ use omp_lib, only: omp_get_max_threads, omp_get_num_threads, omp_get_thread_num
-    integer, intent(in) :: nact
-    integer, intent(out) :: nreg
-    integer, allocatable :: before(:)
-    integer :: nt, mt, t, lo, hi, k, c
-    nt = 1
-    !$ if (nact >= subset_par_min) nt = omp_get_max_threads()
-    if (nt == 1) then ! no region, no allocation: most blocks have a few members
-      nreg = 0
-      do k = 1, nact
-        due(k) = regdue(act(k))
-        if (due(k)) then
-          nreg = nreg + 1
-          ireg(nreg) = act(k)
-          kreg(nreg) = k
-        end if
-      end do
-      return
-    end if
-    allocate(before(0:nt))
-    before = 0
-    mt = 1
-    !$omp parallel num_threads(nt) default(shared) private(t, lo, hi, k, c)
-    t = 0
-    !$ t = omp_get_thread_num()
-    !$omp single
-    !$ mt = omp_get_num_threads()
-    !$omp end single
-    lo = int(int(t, int64) * nact / mt) + 1
-    hi = int(int(t + 1, int64) * nact / mt)
-    c = 0
-    do k = lo, hi
-      due(k) = regdue(act(k))
-      if (due(k)) c = c + 1
-    end do
-    before(t + 1) = c
-    !$omp barrier
-    !$omp single
-    do k = 1, mt
-      before(k) = before(k) + before(k - 1)
-    end do
-    !$omp end single
-    c = before(t)
-    do k = lo, hi
-      if (due(k)) then
-        c = c + 1
-        ireg(c) = act(k)
-        kreg(c) = k
-      end if
-    end do
-    !$omp end parallel
-    nreg = before(mt)
-  end subroutine regular_subset
-
   !> Advance the next block; returns its time.
   subroutine block_step(tblock)
     real(dp), intent(out) :: tblock
@@ -160,19 +97,19 @@ contains
 
     spent = 0
     lap_start = wall_seconds()
-    call blocks_next(time, tblock, nact, act)
+    ! The members and their regular subset (from REGDUE, one byte per body,
+    ! set by the correctors).
+    call blocks_next(time, tblock, nact, act, due, ireg, kreg, nreg)
     time = tblock
     nblock = nblock + 1
 
-    ! The regular subset from REGDUE (one byte per body, set by the
-    ! correctors); a block shared with the host (-irr-share) is then split.
+    ! A block shared with the host (-irr-share) is split.
     split = irr_share .and. gpu_irr_min > 0 .and. nact >= gpu_irr_min .and. jset_predicted
     nhost_most = 0
     if (split) then
       b = min(max(bit_size(nact) - leadz(nact), 1), nshare)
       nhost_most = int(host_share(b) * nact) ! < nact: the GPU gets at least one
     end if
-    call regular_subset(nact, nreg)
     ngpu = 0
     nhost = 0
     if (split) then
