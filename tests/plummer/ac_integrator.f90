@@ -23,7 +23,8 @@ module ac_integrator
   use ac_forces, only: regular_chunk_start, regular_chunk_finish, regular_chunk_collect, &
       regular_chunk_lists, send_particle, upload_stale_jparticles, xi, vi, gacc, gjrk, listgp, gf, gfd
   use ac_clock, only: wall_seconds
-  use ac_profile, only: profile_block, nphase
+  use ac_profile, only: profile_block, nphase, profile_regular_part, reg_predict, reg_start, reg_collect, &
+      reg_lists, reg_new_irr, reg_correct
   implicit none
   private
   public :: integrator_init, integrator_free, block_step, irr_share_print
@@ -136,7 +137,10 @@ contains
       jset_predicted = .true.
       wall_upload = wall_upload + (wall_seconds() - t)
       wall_regular = wall_regular + (wall_seconds() - t)
+      call profile_regular_part(reg_predict, wall_seconds() - t)
+      t = wall_seconds()
       call regular_chunk_start(min(nimax, nreg), ireg, .true., .true.)
+      call profile_regular_part(reg_start, wall_seconds() - t)
       call lap(4)
     end if
 
@@ -169,8 +173,12 @@ contains
     ! regular corrector of the chunk wait for it).
     early = resident .and. nreg > nimax
     if (early) then
+      t = wall_seconds()
       call regular_chunk_collect(nimax, ireg, .false., .true.)
+      call profile_regular_part(reg_collect, wall_seconds() - t)
+      t = wall_seconds()
       call regular_chunk_start(min(nimax, nreg - nimax), ireg(nimax + 1:), .true., .true.)
+      call profile_regular_part(reg_start, wall_seconds() - t)
       call lap(4)
     end if
 
@@ -297,15 +305,26 @@ contains
       real(dp) :: t
       if (resident) then
         if (.not. (early .and. j0 == 0)) then
+          t = wall_seconds()
           call regular_chunk_collect(ni, ireg(j0 + 1:), .false., .true.)
+          call profile_regular_part(reg_collect, wall_seconds() - t)
+          t = wall_seconds()
           ! Next chunk on the GPU while this one is corrected here.
           if (j0 + ni < nreg) call regular_chunk_start(min(nimax, nreg - j0 - ni), ireg(j0 + ni + 1:), &
               .true., .true.)
+          call profile_regular_part(reg_start, wall_seconds() - t)
         end if
+        t = wall_seconds()
         call regular_chunk_lists(ni, ireg(j0 + 1:), .true.)
+        call profile_regular_part(reg_lists, wall_seconds() - t)
       else
+        ! NBODY6's path: all of GPUNB_REGF in REGF_START, the lists in collect.
+        t = wall_seconds()
         call regular_chunk_start(ni, ireg(j0 + 1:), .true., .false.)
+        call profile_regular_part(reg_start, wall_seconds() - t)
+        t = wall_seconds()
         call regular_chunk_finish(ni, ireg(j0 + 1:), .false., .false.)
+        call profile_regular_part(reg_collect, wall_seconds() - t)
       end if
       t = wall_seconds()
       nic = ni
@@ -316,6 +335,7 @@ contains
         call gpuirr_firr_vec(nic, ireg(j0 + 1:), gf, gfd)
       end if
       wall_irregular = wall_irregular + (wall_seconds() - t)
+      call profile_regular_part(reg_new_irr, wall_seconds() - t)
       t = wall_seconds()
       nv = 0
       !$omp parallel do if (ni >= par_min) schedule(static) private(ll, i) reduction(+:nv)
@@ -329,6 +349,7 @@ contains
       !$omp end parallel do
       nvoid = nvoid + nv
       wall_corr_reg = wall_corr_reg + (wall_seconds() - t)
+      call profile_regular_part(reg_correct, wall_seconds() - t)
     end subroutine regular_chunk_with_old_counts
   end subroutine block_step
 end module ac_integrator

@@ -9,6 +9,7 @@ module ac_profile
   implicit none
   private
   public :: profile_block, profile_reset, profile_print, nphase
+  public :: profile_regular_part, reg_predict, reg_start, reg_collect, reg_lists, reg_new_irr, reg_correct
 
   integer, parameter :: dp = real64
   !> schedule (blocks_next, regular subset), irregular force (GPUIRR
@@ -22,6 +23,15 @@ module ac_profile
   integer, parameter :: nbucket = 31
   integer(int64) :: blocks(nbucket) = 0, members(nbucket) = 0, regular_blocks(nbucket) = 0
   real(dp) :: seconds(nphase, nbucket) = 0
+  !> The regular phase of blocks with regular bodies, by part: the
+  !> buckets' "regular" column says how long it took, these say whether the
+  !> host worked or waited for the GPU (collect is GPUNB_REGF_FINISH).
+  integer, parameter :: reg_predict = 1, reg_start = 2, reg_collect = 3, reg_lists = 4, reg_new_irr = 5, &
+      reg_correct = 6, nregpart = 6
+  character(len=*), parameter :: regpart_name(nregpart) = [character(len=24) :: &
+      'GPUNB_PREDICT', 'REGF_START', 'collect (REGF_FINISH)', 'lists', 'new lists'' irr. force', &
+      'regular corrector']
+  real(dp) :: regular_seconds(nregpart) = 0
 
 contains
 
@@ -40,8 +50,15 @@ contains
     end do
   end subroutine profile_block
 
+  !> seconds spent in part p of a block's regular phase.
+  subroutine profile_regular_part(p, spent)
+    integer, intent(in) :: p
+    real(dp), intent(in) :: spent
+    regular_seconds(p) = regular_seconds(p) + spent
+  end subroutine profile_regular_part
+
   subroutine profile_reset()
-    blocks = 0; members = 0; regular_blocks = 0; seconds = 0
+    blocks = 0; members = 0; regular_blocks = 0; seconds = 0; regular_seconds = 0
   end subroutine profile_reset
 
   !> A table: per bucket the blocks, their members, the seconds of each
@@ -77,5 +94,11 @@ contains
     else
       write(unit, '(a)') ''
     end if
+    write(unit, '(a)', advance='no') '# regular phase by part (s):'
+    do p = 1, nregpart
+      write(unit, '(3a,f0.3)', advance='no') ' ', trim(regpart_name(p)), ' ', regular_seconds(p)
+      if (p < nregpart) write(unit, '(a)', advance='no') ','
+    end do
+    write(unit, '(a)') ''
   end subroutine profile_print
 end module ac_profile
