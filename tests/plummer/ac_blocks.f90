@@ -86,7 +86,7 @@ contains
     logical, intent(inout) :: due(:)
     real(dp) :: s
     integer(int64) :: k
-    integer :: l, c, i, deepest, shallowest
+    integer :: l, c, deepest, shallowest
     deepest = 0
     do l = maxlevel, 1, -1
       if (levels(l)%count > 0) then

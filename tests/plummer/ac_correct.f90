@@ -307,21 +307,21 @@ contains
     real(dp), intent(in) :: y, s
     real(dp) :: dtj
     real(dp), parameter :: ratio(5) = [0.5_dp, 1.0_dp, 2.0_dp, 10.0_dp, 20.0_dp]
-    real(dp), parameter :: margin = 1.0e-9_dp
-    integer :: k, below
     ! ratio**10 is exact; the margin covers the rounding of pow and of
     ! s * y**0.1 many times over.
+    real(dp), parameter :: ratio10(5) = ratio**10, margin = 1.0e-9_dp
+    integer :: k, below
     below = 0
     if (.not. (y > 0 .and. y < huge(1.0_dp))) then
       dtj = s * y**0.1_dp
       return
     end if
     do k = 1, size(ratio)
-      if (abs(y - ratio(k)**10) <= margin * ratio(k)**10) then
+      if (abs(y - ratio10(k)) <= margin * ratio10(k)) then
         dtj = s * y**0.1_dp
         return
       end if
-      if (y > ratio(k)**10) below = k
+      if (y > ratio10(k)) below = k
     end do
     ! below ratios lie under y**0.1: a stand-in between ratio(below) and the
     ! next one (or beyond the ends).
