@@ -3,7 +3,9 @@
 #include "config.h"
 #include "gpunb_backend.h"
 #include "gpunb_dirty.h"
+#include "gpunb_profile.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -64,6 +66,7 @@ struct gpunb {
     double firr_pairs;
     int pushed; /* a gpunb_push started a copy: close waits for it */
     double (*firr_acc)[3], (*firr_jrk)[3];
+    gpunb_profile profile; /* NB6ACCEL_PROFILE_IRR */
 };
 
 /* From this many particles a call's host loops over them run on all
@@ -277,6 +280,7 @@ int gpunb_open(gpunb **out, int capacity, enum gpunb_backend_kind kind)
     }
     nb->ops = ops;
     nb->capacity = capacity;
+    gpunb_profile_init(&nb->profile);
     if (!alloc_resident(nb, capacity)) {
         free_records(nb);
         ops->close(nb->state);
@@ -297,6 +301,7 @@ void gpunb_close(gpunb *nb)
         nb->ops->firr_finish(nb->state, nb->firr_acc, nb->firr_jrk);
     if (atomic_load(&nb->records_busy) || nb->pushed) /* a copy may still read rec and the lists */
         nb->ops->records_wait(nb->state);
+    gpunb_profile_print(&nb->profile, stderr);
     free_records(nb);
     free_lists(nb);
     nb->ops->close(nb->state); /* waits for a force still in flight */
@@ -848,15 +853,24 @@ int gpunb_push(gpunb *nb)
         return refuse_irregular_in_flight("gpunb_push");
     if (!nb->irr_on_device || !nb->irr_predicted || !nb->ops->push)
         return GPUNB_OK;
+    double tp[GPUNB_PROF_PHASES + 1] = {t0, t0};
     const device_changes c = take_device_changes(nb);
     if (c.ndirty == 0 && c.nlists == 0)
         return GPUNB_OK;
+    if (nb->profile.on)
+        tp[GPUNB_PROF_BACKEND] = nb6_clock();
     /* On failure the flags stay: the next call copies them again. */
     st = nb->ops->push(nb->state, nb->rec, nb->capacity, c.ndirty, c.listed ? nb->dirty_list : NULL, nb->lists,
                        c.nlists, nb->list_dirty_index);
     if (st != GPUNB_OK)
         return st;
+    if (nb->profile.on)
+        tp[GPUNB_PROF_CLEAR] = nb6_clock();
     take_done(nb);
+    if (nb->profile.on) {
+        tp[GPUNB_PROF_FINISH] = tp[GPUNB_PROF_FINISH + 1] = nb6_clock();
+        gpunb_profile_add(&nb->profile, GPUNB_PROF_PUSH, c.ndirty, c.ndirty, c.nlists, tp);
+    }
     nb->pushed = 1;
     nb->stats.pushes++;
     nb->stats.time_push += nb6_clock() - t0;
@@ -883,28 +897,22 @@ int gpunb_firr_start(gpunb *nb, int ni, const int *j_index, double t)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_start: j_index is NULL");
     if (!isfinite(t))
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_start: time = %g is not finite", t);
-    /* The checks and the pair count read two scattered arrays per particle:
-     * serially they delay the launch of a large block (50k particles) by
-     * tens of microseconds. */
-    double pairs = 0.0;
-    int bad = 0;
-    const int capacity = nb->capacity;
-    const unsigned char *known = nb->known;
-    const int *list_count = nb->list_count;
-#pragma omp parallel for if (ni >= FIRR_PARALLEL_MIN) schedule(static) reduction(+ : pairs) reduction(| : bad)
+    /* Every index below known_prefix is a set particle, so one pass of
+     * bounds over j_index checks a call (it delays the launch); the flags
+     * are read only where that fails.  The pair count (statistics) reads a
+     * scattered array, so it comes after the launch, beside the GPU's work. */
+    int lo = INT_MAX, hi = -1;
+#pragma omp parallel for if (ni >= FIRR_PARALLEL_MIN) schedule(static) reduction(min : lo) reduction(max : hi)
     for (int n = 0; n < ni; n++) {
-        const int i = j_index[n];
-        if (i < 0 || i >= capacity || !known[i])
-            bad = 1;
-        else
-            pairs += list_count[i];
+        lo = j_index[n] < lo ? j_index[n] : lo;
+        hi = j_index[n] > hi ? j_index[n] : hi;
     }
-    for (int n = 0; bad && n < ni; n++) {
+    for (int n = 0; (lo < 0 || hi >= nb->known_prefix) && n < ni; n++) {
         const int i = j_index[n];
-        if (i < 0 || i >= capacity)
+        if (i < 0 || i >= nb->capacity)
             return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_start: j_index[%d] = %d is outside 0..%d", n, i,
-                              capacity - 1);
-        if (!known[i])
+                              nb->capacity - 1);
+        if (!nb->known[i])
             return gpunb_fail(GPUNB_EUSAGE,
                               "gpunb_firr_start: j_index[%d] = %d was never set with gpunb_set_jparticle", n, i);
     }
@@ -917,20 +925,41 @@ int gpunb_firr_start(gpunb *nb, int ni, const int *j_index, double t)
         if (!nb->firr_cap)
             return gpunb_fail(GPUNB_ERESOURCE, "gpunb_firr_start: out of host memory for ni = %d", ni);
     }
+    double tp[GPUNB_PROF_PHASES + 1] = {t0};
+    device_changes c = {0, 0, 0};
+    if (nb->profile.on)
+        tp[GPUNB_PROF_TAKE] = nb6_clock();
     if (nb->irr_on_device) {
         /* The records (of the whole capacity: a list may name any set
          * particle) and lists changed since the device last took them.  A
          * full copy needs no records_busy: gpunb_firr_finish waits for it,
          * and nothing may set a record before that. */
-        const device_changes c = take_device_changes(nb);
+        c = take_device_changes(nb);
+        if (nb->profile.on)
+            tp[GPUNB_PROF_BACKEND] = nb6_clock();
         st = nb->ops->firr_start(nb->state, ni, j_index, t, nb->rec, nb->capacity, c.ndirty,
                                  c.listed ? nb->dirty_list : NULL, nb->lists, c.nlists, nb->list_dirty_index);
         if (st != GPUNB_OK) /* the flags stay: upload again next time (a copy read half-way is redone) */
             return st;
+        if (nb->profile.on)
+            tp[GPUNB_PROF_CLEAR] = nb6_clock();
         take_done(nb);
     } else {
+        if (nb->profile.on)
+            tp[GPUNB_PROF_BACKEND] = nb6_clock();
         host_irregular(nb, ni, j_index, t);
+        if (nb->profile.on)
+            tp[GPUNB_PROF_CLEAR] = nb6_clock();
     }
+    if (nb->profile.on) {
+        tp[GPUNB_PROF_FINISH] = tp[GPUNB_PROF_FINISH + 1] = nb6_clock();
+        gpunb_profile_add(&nb->profile, GPUNB_PROF_FIRR, ni, c.ndirty, c.nlists, tp);
+    }
+    double pairs = 0.0;
+    const int *list_count = nb->list_count;
+#pragma omp parallel for if (ni >= FIRR_PARALLEL_MIN) schedule(static) reduction(+ : pairs)
+    for (int n = 0; n < ni; n++)
+        pairs += list_count[j_index[n]];
     nb->firr_in_flight = 1;
     nb->firr_ni = ni;
     nb->firr_pairs = pairs;
@@ -974,6 +1003,8 @@ int gpunb_firr_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3])
     }
     if (st != GPUNB_OK)
         return st;
+    if (nb->profile.on)
+        gpunb_profile_finish(&nb->profile, nb6_clock() - t0);
     nb->stats.firr_calls++;
     nb->stats.firr_on_device += nb->irr_on_device;
     nb->stats.irr_pairs += nb->firr_pairs;

@@ -114,6 +114,7 @@ typedef struct cuda_gpu {
     cudaStream_t irr;
     cudaEvent_t ev_jset, ev_irr_records, ev_irr, ev_push;
     int push_pending;
+    int jset_unwaited; /* ev_jset recorded since the irregular stream last waited for it */
     int *d_lists;
     int *h_rec_changed, *d_rec_changed, *h_list_changed, *d_list_changed; /* capacity each */
     const void *host_rec, *host_lists, *host_rec_dev, *host_lists_dev;
@@ -170,6 +171,19 @@ typedef struct cuda_state {
     enum { PX_NONE, PX_HOST, PX_FETCHED } p_x;
     int *p_jidx;
     double *p_h2, *p_dtr, (*p_xi)[3], (*p_vi)[3];
+    /* NB6ACCEL_PROFILE_IRR: the host's seconds in the pieces of the
+     * irregular path's copies and launches, and the GPU's time in the
+     * copies and the force of each irregular call by its size (bucket b:
+     * 2^(b-1) .. 2^b - 1 particles), from timing events on its stream. */
+    struct {
+        int on;
+        double wait_push, records, lists, launch;
+        long long pulls;
+        cudaEvent_t ev[3]; /* before the copies, after them, after the force */
+        long long calls[32];
+        double gpu_copy_ms[32], gpu_force_ms[32];
+        int bucket;
+    } prof;
 } cuda_state;
 
 /* Predicts after which the origin is chosen again from the records (an
@@ -266,11 +280,33 @@ static void free_gpu(cuda_gpu *g)
         cudaStreamDestroy(g->side);
 }
 
+static void print_irr_profile(cuda_state *s)
+{
+    if (!s->prof.on || s->prof.pulls == 0)
+        return;
+    fprintf(stderr,
+            "profile cuda irregular path, host us per copy (%lld, pushes included): wait for the last push %.1f, "
+            "changed records %.1f, changed lists %.1f; per force launch %.1f\n",
+            s->prof.pulls, 1e6 * s->prof.wait_push / s->prof.pulls, 1e6 * s->prof.records / s->prof.pulls,
+            1e6 * s->prof.lists / s->prof.pulls, 1e6 * s->prof.launch / s->prof.pulls);
+    fprintf(stderr, "profile cuda irregular force, GPU us per call: %21s %9s %9s %9s\n", "size", "calls", "copies",
+            "force");
+    for (int b = 0; b < 32; b++)
+        if (s->prof.calls[b] > 0)
+            fprintf(stderr, "profile cuda irregular force, GPU us per call: %10ld..%10ld %9lld %9.1f %9.1f\n",
+                    b ? 1L << (b - 1) : 0L, b ? (1L << b) - 1 : 0L, s->prof.calls[b],
+                    1e3 * s->prof.gpu_copy_ms[b] / s->prof.calls[b], 1e3 * s->prof.gpu_force_ms[b] / s->prof.calls[b]);
+}
+
 static void cuda_close(void *state)
 {
     cuda_state *s = state;
     if (!s)
         return;
+    print_irr_profile(s);
+    for (int e = 0; e < 3; e++)
+        if (s->prof.ev[e])
+            cudaEventDestroy(s->prof.ev[e]);
     for (int k = 0; k < s->ngpu; k++)
         free_gpu(&s->gpu[k]);
     cudaFreeHost(s->h_ibuf);
@@ -378,6 +414,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     const char *single = nb6_getenv("NB6ACCEL_CUDA_SINGLE_LAUNCH");
     const char *pdl = nb6_getenv("NB6ACCEL_CUDA_PDL");
     const char *irr_predict = nb6_getenv("NB6ACCEL_CUDA_IRR_PREDICT");
+    const char *profile = nb6_getenv("NB6ACCEL_PROFILE_IRR");
     const size_t chunk = GPUNB_CUDA_NI_CHUNK;
     cuda_state *s;
     size_t len;
@@ -429,6 +466,7 @@ static int cuda_open(void **state, int capacity, char *desc)
             cuda_close(s);
         return gpunb_fail(GPUNB_ERESOURCE, "gpunb_open: out of host memory");
     }
+    s->prof.on = profile && strcmp(profile, "0") != 0;
     s->irr_predict = !irr_predict || !strcmp(irr_predict, "auto") ? IRR_PREDICT_AUTO
                      : !strcmp(irr_predict, "always")             ? IRR_PREDICT_ALWAYS
                                                                   : IRR_PREDICT_NEVER;
@@ -1175,8 +1213,10 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
     memcpy(o.v, s->vorigin, sizeof o.v);
     CHECK(g, gpunb_cuda_launch_predict(g->d_rec, g->nj, (int)(g->ntiles * GPUNB_CUDA_TILE_J), t, &o,
                                        g->d_jpos, g->d_jvel, g->d_jlo, g->stream));
-    if (g->ev_jset)
+    if (g->ev_jset) {
         CHECK(g, cudaEventRecord(g->ev_jset, g->stream));
+        g->jset_unwaited = 1;
+    }
     return GPUNB_OK;
 }
 
@@ -1400,12 +1440,22 @@ static int pull_changes(cuda_state *s, cuda_gpu *g, const gpunb_jrecord *rec, in
 {
     int st;
 
+    double t = s->prof.on ? nb6_clock() : 0.0;
     if (g->push_pending) { /* its kernels may still read the index arrays */
         CHECK(g, cudaEventSynchronize(g->ev_push));
         g->push_pending = 0;
     }
-    /* The records may be overwritten once the last prediction has read them. */
-    CHECK(g, cudaStreamWaitEvent(g->irr, g->ev_jset, 0));
+    if (s->prof.on) {
+        s->prof.wait_push += nb6_clock() - t;
+        t = nb6_clock();
+        s->prof.pulls++;
+    }
+    /* The records may be overwritten once the last prediction has read them
+     * (once waited for, the stream's later work is ordered after it). */
+    if (g->jset_unwaited) {
+        CHECK(g, cudaStreamWaitEvent(g->irr, g->ev_jset, 0));
+        g->jset_unwaited = 0;
+    }
     if (ndirty > 0 && !dirty) {
         CHECK(g, cudaMemcpyAsync(g->d_rec, rec, sizeof(gpunb_cuda_jrec) * (size_t)nrec, cudaMemcpyHostToDevice,
                                  g->irr));
@@ -1417,6 +1467,10 @@ static int pull_changes(cuda_state *s, cuda_gpu *g, const gpunb_jrecord *rec, in
         CHECK(g, gpunb_cuda_launch_record_pull((const gpunb_cuda_jrec *)g->host_rec_dev, g->d_rec_changed, ndirty,
                                                g->d_rec, g->irr));
     }
+    if (s->prof.on) {
+        s->prof.records += nb6_clock() - t;
+        t = nb6_clock();
+    }
     if (nlists > 0) {
         if ((st = device_address(g, lists, &g->host_lists, &g->host_lists_dev)) != GPUNB_OK)
             return st;
@@ -1424,6 +1478,8 @@ static int pull_changes(cuda_state *s, cuda_gpu *g, const gpunb_jrecord *rec, in
         CHECK(g, gpunb_cuda_launch_list_pull((const int *)g->host_lists_dev, s->irr_lmax, g->d_list_changed, nlists,
                                              g->d_lists, g->irr));
     }
+    if (s->prof.on)
+        s->prof.lists += nb6_clock() - t;
     return GPUNB_OK;
 }
 
@@ -1453,8 +1509,19 @@ static int cuda_firr_start(void *state, int ni, const int *i_index, double t, co
     CHECK(g, cudaSetDevice(g->device));
     if ((st = grow_irr_io(g, ni)) != GPUNB_OK)
         return st;
+    if (s->prof.on) {
+        if (!s->prof.ev[0])
+            for (int e = 0; e < 3; e++)
+                CHECK(g, cudaEventCreate(&s->prof.ev[e]));
+        CHECK(g, cudaEventRecord(s->prof.ev[0], g->irr));
+    }
     if ((st = pull_changes(s, g, rec, nrec, ndirty, dirty, lists, nlists, list_index)) != GPUNB_OK)
         return st;
+    double t_launch = 0.0;
+    if (s->prof.on) {
+        CHECK(g, cudaEventRecord(s->prof.ev[1], g->irr));
+        t_launch = nb6_clock();
+    }
     memcpy(g->h_irr_idx, i_index, sizeof(int) * (size_t)ni);
     /* Predict every record once where the pairs (about 80 per i) outnumber
      * the records several times over; else each pair predicts its member. */
@@ -1463,6 +1530,14 @@ static int cuda_firr_start(void *state, int ni, const int *i_index, double t, co
     CHECK(g, gpunb_cuda_launch_irregular(g->d_rec, nrec, predict_all ? g->d_irr_pred : NULL, g->d_lists, s->irr_lmax,
                                          g->d_irr_idx, ni, t, g->d_irr_out, g->irr));
     CHECK(g, cudaEventRecord(g->ev_irr, g->irr));
+    if (s->prof.on) {
+        CHECK(g, cudaEventRecord(s->prof.ev[2], g->irr));
+        s->prof.launch += nb6_clock() - t_launch;
+        int b = 0;
+        for (int n = ni; n > 0 && b < 31; n >>= 1)
+            b++;
+        s->prof.bucket = b;
+    }
     s->irr_ni = ni;
     return GPUNB_OK;
 }
@@ -1494,6 +1569,15 @@ static int cuda_firr_finish(void *state, double (*acc)[3], double (*jrk)[3])
 
     CHECK(g, cudaSetDevice(g->device));
     CHECK(g, cudaEventSynchronize(g->ev_irr));
+    if (s->prof.on) {
+        float copy = 0.0f, force = 0.0f;
+        CHECK(g, cudaEventSynchronize(s->prof.ev[2]));
+        CHECK(g, cudaEventElapsedTime(&copy, s->prof.ev[0], s->prof.ev[1]));
+        CHECK(g, cudaEventElapsedTime(&force, s->prof.ev[1], s->prof.ev[2]));
+        s->prof.calls[s->prof.bucket]++;
+        s->prof.gpu_copy_ms[s->prof.bucket] += copy;
+        s->prof.gpu_force_ms[s->prof.bucket] += force;
+    }
     const double *out = g->h_irr_out;
     const int ni = s->irr_ni;
     /* The GPU wrote these lines from across PCIe, so none is in a cache:

@@ -39,5 +39,14 @@ if "$driver" -n 512 -tend 0.25 -q -progress 0 -profile >"$out" 2>&1 &&
 else
   fail=$((fail + 1)); echo "FAIL: -profile:"; cat "$out"
 fi
+# NB6ACCEL_PROFILE_IRR=1: the library's table of the irregular-force calls
+# at close (here on the host path), with a row of calls.
+if NB6ACCEL_PROFILE_IRR=1 "$driver" -n 512 -tend 0.25 -q -progress 0 -resident -gpu-irr 64 >"$out" 2>&1 &&
+   grep -q '^profile gpunb_firr_start + finish' "$out" &&
+   grep -A2 '^profile gpunb_firr_start + finish' "$out" | grep -Eq '^ +[0-9]+\.\. +[0-9]+ +[1-9]'; then
+  pass=$((pass + 1)); echo "PASS: NB6ACCEL_PROFILE_IRR=1 prints the irregular calls' profile"
+else
+  fail=$((fail + 1)); echo "FAIL: NB6ACCEL_PROFILE_IRR=1:"; cat "$out"
+fi
 echo "test_plummer_cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]
