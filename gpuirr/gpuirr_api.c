@@ -127,15 +127,17 @@ int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3], const double v0
         return st;
     if (!x0 || !v0 || !f_half || !fdot_sixth)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_set_particle: a NULL array for particle %d", addr);
-    if ((st = check_vec("set_particle", "x0", addr, x0)) || (st = check_vec("set_particle", "v0", addr, v0)) ||
-        (st = check_vec("set_particle", "f_half", addr, f_half)) ||
-        (st = check_vec("set_particle", "fdot_sixth", addr, fdot_sixth)))
-        return st;
-    if (!isfinite(mass) || mass < 0.0)
-        return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_set_particle: mass = %g of particle %d is not a finite non-negative number",
-                           mass, addr);
-    if (!isfinite(t0))
+    if (!nb6_state_finite(x0, v0, f_half, fdot_sixth, mass, t0) || mass < 0.0) {
+        if ((st = check_vec("set_particle", "x0", addr, x0)) || (st = check_vec("set_particle", "v0", addr, v0)) ||
+            (st = check_vec("set_particle", "f_half", addr, f_half)) ||
+            (st = check_vec("set_particle", "fdot_sixth", addr, fdot_sixth)))
+            return st;
+        if (!isfinite(mass) || mass < 0.0)
+            return gpuirr_fail(GPUIRR_EUSAGE,
+                               "gpuirr_set_particle: mass = %g of particle %d is not a finite non-negative number",
+                               mass, addr);
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_set_particle: t0 = %g of particle %d is not finite", t0, addr);
+    }
     if (g->rec) {
         /* One record, both lines written whole (pads 0): the line pair is
          * owned by this call, and the next force reads it as it is. */

@@ -465,19 +465,20 @@ int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3]
                           j, nb->capacity - 1);
     if (!x0 || !v0 || !f_half || !fdot_sixth)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_jparticle: a NULL array for j-particle %d", j);
-    const double *arrays[4] = {x0, v0, f_half, fdot_sixth};
-    static const char *const names[4] = {"x0", "v0", "f_half", "fdot_sixth"};
-    for (int a = 0; a < 4; a++) {
-        long k = nb6_first_nonfinite(arrays[a], 3);
-        if (k >= 0)
-            return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_jparticle: %s[%ld] = %g of j-particle %d is not finite",
-                              names[a], k, arrays[a][k], j);
-    }
-    if (!isfinite(m) || m < 0.0)
-        return gpunb_fail(GPUNB_EUSAGE,
-                          "gpunb_set_jparticle: m = %g of j-particle %d is not a finite non-negative mass", m, j);
-    if (!isfinite(t0))
+    if (!nb6_state_finite(x0, v0, f_half, fdot_sixth, m, t0) || m < 0.0) {
+        const double *arrays[4] = {x0, v0, f_half, fdot_sixth};
+        static const char *const names[4] = {"x0", "v0", "f_half", "fdot_sixth"};
+        for (int a = 0; a < 4; a++) {
+            long k = nb6_first_nonfinite(arrays[a], 3);
+            if (k >= 0)
+                return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_jparticle: %s[%ld] = %g of j-particle %d is not finite",
+                                  names[a], k, arrays[a][k], j);
+        }
+        if (!isfinite(m) || m < 0.0)
+            return gpunb_fail(GPUNB_EUSAGE,
+                              "gpunb_set_jparticle: m = %g of j-particle %d is not a finite non-negative mass", m, j);
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_jparticle: t0 = %g of j-particle %d is not finite", t0, j);
+    }
     if (atomic_load_explicit(&nb->records_busy, memory_order_acquire)) {
         int st = wait_for_records(nb);
         if (st != GPUNB_OK)

@@ -86,6 +86,19 @@ int main(void)
     double z[3] = {0, 0, 0}, bad[3] = {0, NAN, 0};
     expect_status(gpuirr_set_particle(g, 4, z, bad, z, z, 1.0, 0.0), GPUIRR_EUSAGE, gpuirr_last_error(),
                   "v0[1] = nan of particle 4", "NaN velocity");
+    /* Every other argument non-finite in turn, and a negative mass. */
+    expect_status(gpuirr_set_particle(g, 4, bad, z, z, z, 1.0, 0.0), GPUIRR_EUSAGE, gpuirr_last_error(),
+                  "x0[1] = nan", "NaN position");
+    expect_status(gpuirr_set_particle(g, 4, z, z, (double[3]){0, 0, INFINITY}, z, 1.0, 0.0), GPUIRR_EUSAGE,
+                  gpuirr_last_error(), "f_half[2] = inf", "infinite force");
+    expect_status(gpuirr_set_particle(g, 4, z, z, z, (double[3]){-INFINITY, 0, 0}, 1.0, 0.0), GPUIRR_EUSAGE,
+                  gpuirr_last_error(), "fdot_sixth[0] = -inf", "infinite jerk");
+    expect_status(gpuirr_set_particle(g, 4, z, z, z, z, NAN, 0.0), GPUIRR_EUSAGE, gpuirr_last_error(),
+                  "mass = nan", "NaN mass");
+    expect_status(gpuirr_set_particle(g, 4, z, z, z, z, -1.0, 0.0), GPUIRR_EUSAGE, gpuirr_last_error(),
+                  "mass = -1", "negative mass");
+    expect_status(gpuirr_set_particle(g, 4, z, z, z, z, 1.0, NAN), GPUIRR_EUSAGE, gpuirr_last_error(),
+                  "t0 = nan", "NaN epoch");
     expect_status(gpuirr_force(g, 1, (int[]){0}, (double[1][3]){{0}}, (double[1][3]){{0}}), GPUIRR_EUSAGE,
                   gpuirr_last_error(), "addr[n] = 0 is outside", "force on index 0");
     /* Prediction happens in the force at the predict call's time: none yet. */

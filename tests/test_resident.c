@@ -135,6 +135,29 @@ static void call_order(void)
     expect(gpunb_predict(nb, 100, 0.0), "j-particle 57 of 0..99 was never set", "predict with a hole");
     expect(gpunb_set_jparticle(nb, N, c.x[0], c.v[0], f_half[0], fdot_sixth[0], 1.0, 0.0),
            "j = 3000 is outside 0..2999", "set beyond capacity");
+    {
+        /* Each argument non-finite in turn (and a negative mass): the error
+         * names it and its place, however the check is made. */
+        double x[3] = {0.1, 0.2, 0.3}, v[3] = {0.4, 0.5, 0.6}, a[3] = {1, 2, 3}, d[3] = {4, 5, 6};
+        x[2] = NAN;
+        expect(gpunb_set_jparticle(nb, 5, x, v, a, d, 0.01, 0.0), "x0[2] = nan of j-particle 5", "NaN x0");
+        x[2] = 0.3;
+        v[0] = INFINITY;
+        expect(gpunb_set_jparticle(nb, 5, x, v, a, d, 0.01, 0.0), "v0[0] = inf", "infinite v0");
+        v[0] = 0.4;
+        a[1] = -INFINITY;
+        expect(gpunb_set_jparticle(nb, 5, x, v, a, d, 0.01, 0.0), "f_half[1] = -inf", "infinite f_half");
+        a[1] = 2;
+        d[2] = NAN;
+        expect(gpunb_set_jparticle(nb, 5, x, v, a, d, 0.01, 0.0), "fdot_sixth[2] = nan", "NaN fdot_sixth");
+        d[2] = 6;
+        expect(gpunb_set_jparticle(nb, 5, x, v, a, d, NAN, 0.0), "m = nan", "NaN mass");
+        expect(gpunb_set_jparticle(nb, 5, x, v, a, d, -0.01, 0.0), "m = -0.01", "negative mass");
+        expect(gpunb_set_jparticle(nb, 5, x, v, a, d, 0.01, INFINITY), "t0 = inf", "infinite t0");
+        TL_CHECK(gpunb_set_jparticle(nb, 5, x, v, a, d, 0.0, -1e300) == GPUNB_OK, "finite extremes refused: %s",
+                 gpunb_last_error());
+        gpunb_set_jparticle(nb, 5, c.x[5], c.v[5], f_half[5], fdot_sixth[5], c.m[5], t0[5]);
+    }
     gpunb_set_jparticle(nb, 57, c.x[57], c.v[57], f_half[57], fdot_sixth[57], c.m[57], t0[57]);
     TL_CHECK(gpunb_predict(nb, 100, 0.0) == GPUNB_OK, "predict: %s", gpunb_last_error());
     ji[1] = 100;
