@@ -11,7 +11,7 @@ void gpunb_profile_init(gpunb_profile *p)
     p->on = env && strcmp(env, "0") != 0;
 }
 
-static int bucket_of(long size)
+int gpunb_profile_bucket(long size)
 {
     int b = 0;
     while (size > 0 && b < GPUNB_PROF_BUCKETS - 1) {
@@ -21,10 +21,16 @@ static int bucket_of(long size)
     return b;
 }
 
+void gpunb_profile_bucket_sizes(int b, long *lo, long *hi)
+{
+    *lo = b ? 1L << (b - 1) : 0;
+    *hi = b ? (1L << b) - 1 : 0;
+}
+
 void gpunb_profile_add(gpunb_profile *p, enum gpunb_profile_call call, long size, int records, int lists,
                        const double *t)
 {
-    const int b = bucket_of(size);
+    const int b = gpunb_profile_bucket(size);
     p->calls[call][b]++;
     for (int ph = 0; ph < GPUNB_PROF_PHASES; ph++)
         p->seconds[call][b][ph] += t[ph + 1] - t[ph];
@@ -58,7 +64,8 @@ void gpunb_profile_print(const gpunb_profile *p, FILE *out)
             const long long n = p->calls[c][b];
             if (n == 0)
                 continue;
-            const long lo = b ? 1L << (b - 1) : 0, hi = b ? (1L << b) - 1 : 0;
+            long lo, hi;
+            gpunb_profile_bucket_sizes(b, &lo, &hi);
             fprintf(out, "%10ld..%10ld %9lld %9.0f %9.0f", lo, hi, n, p->records[c][b] / n, p->lists[c][b] / n);
             for (int ph = 0; ph < GPUNB_PROF_PHASES; ph++)
                 fprintf(out, " %9.1f", 1e6 * p->seconds[c][b][ph] / n);

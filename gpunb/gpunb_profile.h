@@ -37,6 +37,10 @@ typedef struct gpunb_profile {
     int open_bucket;                                      /* of the irregular force in flight */
 } gpunb_profile;
 
+/* The bucket of a call of `size`, and the sizes bucket b holds. */
+NB6_INTERNAL int gpunb_profile_bucket(long size);
+NB6_INTERNAL void gpunb_profile_bucket_sizes(int b, long *lo, long *hi);
+
 /* Zero p; on when NB6ACCEL_PROFILE_IRR is set to something other than 0. */
 NB6_INTERNAL void gpunb_profile_init(gpunb_profile *p);
 

@@ -36,6 +36,7 @@
  * NB6ACCEL_CUDA_PRECISE=always|never overrides that choice. */
 #include "config.h"
 #include "gpunb_backend.h"
+#include "gpunb_profile.h"
 
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -178,10 +179,10 @@ typedef struct cuda_state {
     struct {
         int on;
         double wait_push, records, lists, launch;
-        long long pulls;
+        long long pulls, launches;
         cudaEvent_t ev[3]; /* before the copies, after them, after the force */
-        long long calls[32];
-        double gpu_copy_ms[32], gpu_force_ms[32];
+        long long calls[GPUNB_PROF_BUCKETS];
+        double gpu_copy_ms[GPUNB_PROF_BUCKETS], gpu_force_ms[GPUNB_PROF_BUCKETS];
         int bucket;
     } prof;
 } cuda_state;
@@ -286,16 +287,20 @@ static void print_irr_profile(cuda_state *s)
         return;
     fprintf(stderr,
             "profile cuda irregular path, host us per copy (%lld, pushes included): wait for the last push %.1f, "
-            "changed records %.1f, changed lists %.1f; per force launch %.1f\n",
+            "changed records %.1f, changed lists %.1f; per force launch (%lld) %.1f\n",
             s->prof.pulls, 1e6 * s->prof.wait_push / s->prof.pulls, 1e6 * s->prof.records / s->prof.pulls,
-            1e6 * s->prof.lists / s->prof.pulls, 1e6 * s->prof.launch / s->prof.pulls);
+            1e6 * s->prof.lists / s->prof.pulls, s->prof.launches,
+            s->prof.launches ? 1e6 * s->prof.launch / s->prof.launches : 0.0);
     fprintf(stderr, "profile cuda irregular force, GPU us per call: %21s %9s %9s %9s\n", "size", "calls", "copies",
             "force");
-    for (int b = 0; b < 32; b++)
-        if (s->prof.calls[b] > 0)
-            fprintf(stderr, "profile cuda irregular force, GPU us per call: %10ld..%10ld %9lld %9.1f %9.1f\n",
-                    b ? 1L << (b - 1) : 0L, b ? (1L << b) - 1 : 0L, s->prof.calls[b],
-                    1e3 * s->prof.gpu_copy_ms[b] / s->prof.calls[b], 1e3 * s->prof.gpu_force_ms[b] / s->prof.calls[b]);
+    for (int b = 0; b < GPUNB_PROF_BUCKETS; b++)
+        if (s->prof.calls[b] > 0) {
+            long lo, hi;
+            gpunb_profile_bucket_sizes(b, &lo, &hi);
+            fprintf(stderr, "profile cuda irregular force, GPU us per call: %10ld..%10ld %9lld %9.1f %9.1f\n", lo, hi,
+                    s->prof.calls[b], 1e3 * s->prof.gpu_copy_ms[b] / s->prof.calls[b],
+                    1e3 * s->prof.gpu_force_ms[b] / s->prof.calls[b]);
+        }
 }
 
 static void cuda_close(void *state)
@@ -1533,10 +1538,8 @@ static int cuda_firr_start(void *state, int ni, const int *i_index, double t, co
     if (s->prof.on) {
         CHECK(g, cudaEventRecord(s->prof.ev[2], g->irr));
         s->prof.launch += nb6_clock() - t_launch;
-        int b = 0;
-        for (int n = ni; n > 0 && b < 31; n >>= 1)
-            b++;
-        s->prof.bucket = b;
+        s->prof.launches++;
+        s->prof.bucket = gpunb_profile_bucket(ni);
     }
     s->irr_ni = ni;
     return GPUNB_OK;
