@@ -37,8 +37,9 @@ module ac_run
     !> t = 2..4 (a record store per step costs more than a pass per block).
     logical :: setjp_per_step = .false.
     logical :: quiet = .false.
-    !> Members the correctors' loops prefetch ahead (0: no prefetch).
-    integer :: prefetch = 8
+    !> Members the correctors' loops prefetch ahead (0: no prefetch, the
+    !> default: see ac_prefetch.c).
+    integer :: prefetch = 0
     !> Blocks of at least N / ascending members in index order (0: never).
     integer :: ascending = 8
     !> Regular bodies per GPUNB_REGF call at most (NBODY6's NIMAX is 1024;

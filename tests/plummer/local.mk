@@ -6,7 +6,7 @@
 #                        $(PLUMMER_SWEEP_CSV), then Fig. 2 as $(PLUMMER_PNG)
 # Override on the command line or in the environment, e.g.
 #   make plummer PLUMMER_N=65536 PLUMMER_ARGS="-etai 0.02 -etar 0.03"
-EXTRA_DIST += tests/plummer/README.md tests/plummer/plot-fig2.sh tests/plummer/run-on-device.sh tests/plummer/ab-on-device.sh tests/plummer/test_plummer_cli.sh \
+EXTRA_DIST += tests/plummer/README.md tests/plummer/plot-fig2.sh tests/plummer/run-on-device.sh tests/plummer/ab-on-device.sh tests/plummer/profile-on-device.sh tests/plummer/test_plummer_cli.sh \
 	tests/plummer/RESULTS.md tests/plummer/results-h100.csv tests/plummer/fig2-h100.png
 
 if HAVE_FORTRAN

@@ -161,7 +161,7 @@ contains
         '                  (default NBODY6''s: 75, 100, 150, 200 for N up to 5000,', &
         '                  50000, 100000, above)', &
         '  -prefetch K     the correctors prefetch the data of the member K places', &
-        '                  ahead (default 8, 0: no prefetch)', &
+        '                  ahead (default 0: no prefetch)', &
         '  -ascending F    blocks of at least N/F members in index order (default 8,', &
         '                  0: every block in level order)', &
         '  -rebuild F      blocks in index order rebuild the level lists once N/F', &

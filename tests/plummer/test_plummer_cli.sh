@@ -2,13 +2,14 @@
 # The Plummer driver's command line: bad options stop with status 2 and a
 # message that names the option and its value (never a run that silently
 # does something else, as -tend 0.001 once did: every step shrank to 2^-20),
-# and -profile prints its table after a short run.
+# -profile prints its table after a short run, and -prefetch changes no
+# arithmetic.
 top_builddir=${top_builddir:-.}
 driver=$top_builddir/tests/plummer/plummer_ac
 [ -x "$driver" ] || { echo "SKIP: $driver not built (no Fortran compiler)"; exit 77; }
 fail=0 pass=0
 out=${TMPDIR:-/tmp}/test_plummer_cli.$$
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out.a" "$out.b"' EXIT
 refused() { # words expected in the message, then the options
   want=$1; shift
   "$driver" "$@" >"$out" 2>&1
@@ -48,5 +49,14 @@ if NB6ACCEL_PROFILE_IRR=1 "$driver" -n 512 -tend 0.25 -q -progress 0 -resident -
 else
   fail=$((fail + 1)); echo "FAIL: NB6ACCEL_PROFILE_IRR=1:"; cat "$out"
 fi
+# -prefetch K only asks for cache lines ahead: the same final state.
+if "$driver" -n 512 -tend 0.25 -q -progress 0 -dump "$out.a" >/dev/null 2>&1 &&
+   "$driver" -n 512 -tend 0.25 -q -progress 0 -prefetch 8 -dump "$out.b" >/dev/null 2>&1 &&
+   [ -s "$out.a" ] && cmp -s "$out.a" "$out.b"; then
+  pass=$((pass + 1)); echo "PASS: -prefetch 8 ends in the same state as the default"
+else
+  fail=$((fail + 1)); echo "FAIL: -prefetch 8 and the default end in other states (or did not run)"
+fi
+rm -f "$out.a" "$out.b"
 echo "test_plummer_cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]
