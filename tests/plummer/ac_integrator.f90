@@ -94,7 +94,8 @@ contains
     integer(int64) :: nbs
     integer(c_int) :: nc, one, nn
     real(dp) :: t, xp(3), vp(3), sold, spent(nphase), lap_start
-    logical :: early, gpu_irr, split
+    logical :: early, gpu_irr, split, start_after_irr
+    real(dp) :: t_start
 
     spent = 0
     lap_start = wall_seconds()
@@ -138,11 +139,12 @@ contains
       wall_upload = wall_upload + (wall_seconds() - t)
       wall_regular = wall_regular + (wall_seconds() - t)
       call profile_regular_part(reg_predict, wall_seconds() - t)
-      t = wall_seconds()
-      call regular_chunk_start(min(nimax, nreg), ireg, .true., .true.)
-      call profile_regular_part(reg_start, wall_seconds() - t)
-      call lap(4)
     end if
+    gpu_irr = gpu_irr_min > 0 .and. nact >= gpu_irr_min .and. jset_predicted
+    ! -irr-first: the regular force starts just after the irregular one.
+    start_after_irr = irr_first .and. gpu_irr .and. .not. split
+    if (resident .and. nreg > 0 .and. .not. start_after_irr) call start_regular_force()
+    if (resident .and. nreg > 0) call lap(4)
 
     t = wall_seconds()
     if (nact <= npact .and. nreg == 0) then
@@ -155,11 +157,16 @@ contains
     ! the two as the effect of the list change, and a float sum (GPUIRR)
     ! against a double one (GPUNB) would add their rounding difference to
     ! the regular force (dE/E -5.7e-6 instead of 7e-7 at 128k).
-    gpu_irr = gpu_irr_min > 0 .and. nact >= gpu_irr_min .and. jset_predicted
     if (split) then
       call shared_irregular_force()
     else if (gpu_irr) then
       call gpunb_firr_start(nc, act, time)
+      if (resident .and. nreg > 0 .and. start_after_irr) then
+        ! Its time counts as the regular force's, not the irregular's.
+        t_start = wall_seconds()
+        call start_regular_force()
+        t = t + (wall_seconds() - t_start)
+      end if
       call gpunb_firr_finish(gfa, gfda)
     else
       call gpuirr_firr_vec(nc, act, gfa, gfda)
@@ -287,6 +294,14 @@ contains
     end subroutine shared_irregular_force
 
     !> The time since the last lap goes to phase p.
+    !> The regular force of the block's first chunk (resident path).
+    subroutine start_regular_force()
+      real(dp) :: t_chunk
+      t_chunk = wall_seconds()
+      call regular_chunk_start(min(nimax, nreg), ireg, .true., .true.)
+      call profile_regular_part(reg_start, wall_seconds() - t_chunk)
+    end subroutine start_regular_force
+
     subroutine lap(p)
       integer, intent(in) :: p
       real(dp) :: now

@@ -62,6 +62,12 @@ module ac_run
     !> 64k on the H100 box it gained nothing (the balance settles at 8-30 %
     !> of a block, and the split costs a serial pass).
     logical :: irr_share = .false.
+    !> With gpu_irr_min: in a block with regular bodies, GPUNB_FIRR_START
+    !> comes before the regular force's GPUNB_REGF_START, so that the
+    !> irregular force (which the host waits for at once) does not queue
+    !> behind the regular force's thread blocks (which the host needs only
+    !> after the corrector).
+    logical :: irr_first = .false.
     !> With gpu_irr_min: GPUNB_PUSH after each block of at least this many
     !> bodies (0: never; < 0: N/8, at least gpu_irr_min).  After the largest
     !> blocks the next GPU block would otherwise wait for a copy of all
@@ -174,6 +180,8 @@ contains
             ', GPUNB_PREDICT, GPUNB_REGF_START/FINISH overlapping the irregular work)'
         if (gpu_irr_min > 0) write(output_unit, '(a,i0,a)') '# irregular force of blocks of >= ', gpu_irr_min, &
             ' bodies: GPUNB_FIRR_START/FINISH (resident records and lists, in double)'
+        if (gpu_irr_min > 0 .and. irr_first) write(output_unit, '(a)') &
+            '#   started before the regular force in blocks with regular bodies'
         if (gpu_irr_min > 0 .and. irr_share) write(output_unit, '(a)') &
             '#   with a share of their irregular-only bodies on the host (GPUIRR), balanced per block size'
         if (push_min > 0) write(output_unit, '(a,i0,a)') '#   GPUNB_PUSH after each block of >= ', push_min, &
@@ -286,6 +294,7 @@ contains
     ! must reach them before the next block, not once per regular block.
     if (gpu_irr_min > 0) setjp_per_step = .true.
     irr_share = opt%irr_share
+    irr_first = opt%irr_first
     push_min = 0
     if (gpu_irr_min > 0) push_min = merge(max(gpu_irr_min, n / 8), opt%push_min, opt%push_min < 0)
     eta_r = opt%eta_r

@@ -40,6 +40,9 @@ module ac_state
   !> With gpu_irr_min: GPUIRR computes a share of such a block's
   !> irregular-only bodies on the host while the GPU computes the rest.
   logical :: irr_share = .false.
+  !> With gpu_irr_min: a block with regular bodies starts its GPU irregular
+  !> force before its regular force (else after it).
+  logical :: irr_first = .false.
   !> With gpu_irr_min: after each block of at least this many bodies,
   !> GPUNB_PUSH starts copying its corrected records to the GPU; 0: never.
   integer :: push_min = 0

@@ -7,7 +7,7 @@
 !>   plummer_ac [-n N] [-seed S] [-tend T] [-etai E] [-etar E] [-nnb NB]
 !>              [-nbmax NB] [-smax S] [-npact NP] [-nimax NI] [-prefetch K] [-ascending F] [-order O] [-ic FILE] [-dump FILE] [-csv FILE]
 !>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-setjp W]
-!>              [-gpu-irr NMIN] [-irr-share on|off] [-push NMIN] [-profile] [-q]
+!>              [-gpu-irr NMIN] [-irr-share on|off] [-irr-first on|off] [-push NMIN] [-profile] [-q]
 program plummer_ac
   use, intrinsic :: iso_fortran_env, only: real64, error_unit, output_unit
   use plummer_model, only: plummer_generate, plummer_read
@@ -81,6 +81,12 @@ program plummer_ac
       select case (trim(val))
       case ('on'); opt%irr_share = .true.
       case ('off'); opt%irr_share = .false.
+      case default; call bad(arg, val)
+      end select
+    case ('-irr-first')
+      select case (trim(val))
+      case ('on'); opt%irr_first = .true.
+      case ('off'); opt%irr_first = .false.
       case default; call bad(arg, val)
       end select
     case ('-order')
@@ -187,6 +193,9 @@ contains
         '  -irr-share W    with -gpu-irr: GPUIRR computes a share of such a block''s', &
         '                  irregular-only bodies on the host while the GPU computes', &
         '                  the rest, balanced per block size (on; off, the default)', &
+        '  -irr-first W    with -gpu-irr: a block with regular bodies starts its', &
+        '                  irregular force on the GPU before its regular force', &
+        '                  (on), or after it (off, the default)', &
         '  -push NMIN      with -gpu-irr: after each block of at least NMIN bodies,', &
         '                  GPUNB_PUSH starts copying its records to the GPU (default:', &
         '                  N/8, at least the -gpu-irr NMIN; 0: never)', &

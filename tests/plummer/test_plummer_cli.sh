@@ -2,8 +2,8 @@
 # The Plummer driver's command line: bad options stop with status 2 and a
 # message that names the option and its value (never a run that silently
 # does something else, as -tend 0.001 once did: every step shrank to 2^-20),
-# -profile prints its table after a short run, and -prefetch changes no
-# arithmetic.
+# -profile prints its table after a short run, and -prefetch and
+# -irr-first change no arithmetic.
 top_builddir=${top_builddir:-.}
 driver=$top_builddir/tests/plummer/plummer_ac
 [ -x "$driver" ] || { echo "SKIP: $driver not built (no Fortran compiler)"; exit 77; }
@@ -56,6 +56,15 @@ if "$driver" -n 512 -tend 0.25 -q -progress 0 -dump "$out.a" >/dev/null 2>&1 &&
   pass=$((pass + 1)); echo "PASS: -prefetch 8 ends in the same state as the default"
 else
   fail=$((fail + 1)); echo "FAIL: -prefetch 8 and the default end in other states (or did not run)"
+fi
+# -irr-first on only starts the regular force later (after the irregular
+# one, in blocks that take theirs from GPUNB): the same final state.
+if "$driver" -n 512 -tend 0.25 -q -progress 0 -resident -gpu-irr 64 -dump "$out.a" >/dev/null 2>&1 &&
+   "$driver" -n 512 -tend 0.25 -q -progress 0 -resident -gpu-irr 64 -irr-first on -dump "$out.b" >"$out" 2>&1 &&
+   [ -s "$out.a" ] && cmp -s "$out.a" "$out.b"; then
+  pass=$((pass + 1)); echo "PASS: -irr-first on ends in the same state as off"
+else
+  fail=$((fail + 1)); echo "FAIL: -irr-first on and off end in other states (or did not run):"; cat "$out"
 fi
 rm -f "$out.a" "$out.b"
 echo "test_plummer_cli: $pass passed, $fail failed"
