@@ -71,30 +71,10 @@ program plummer_ac
     case ('-csv'); csv_file = val
     case ('-dump'); dump_file = val
     case ('-label'); label = val
-    case ('-setjp')
-      select case (trim(val))
-      case ('step'); opt%setjp_per_step = .true.
-      case ('block'); opt%setjp_per_step = .false.
-      case default; call bad(arg, val)
-      end select
-    case ('-irr-share')
-      select case (trim(val))
-      case ('on'); opt%irr_share = .true.
-      case ('off'); opt%irr_share = .false.
-      case default; call bad(arg, val)
-      end select
-    case ('-irr-first')
-      select case (trim(val))
-      case ('on'); opt%irr_first = .true.
-      case ('off'); opt%irr_first = .false.
-      case default; call bad(arg, val)
-      end select
-    case ('-order')
-      select case (trim(val))
-      case ('morton'); opt%morton = .true.
-      case ('given'); opt%morton = .false.
-      case default; call bad(arg, val)
-      end select
+    case ('-setjp'); opt%setjp_per_step = choice(arg, val, 'step', 'block')
+    case ('-irr-share'); opt%irr_share = choice(arg, val, 'on', 'off')
+    case ('-irr-first'); opt%irr_first = choice(arg, val, 'on', 'off')
+    case ('-order'); opt%morton = choice(arg, val, 'morton', 'given')
     case default
       write(error_unit, '(3a)') 'plummer_ac: unknown option "', trim(arg), '" (try -help)'
       stop 2
@@ -207,6 +187,17 @@ contains
     write(error_unit, '(5a)') 'plummer_ac: bad value for ', trim(name), ': "', trim(value), '"'
     stop 2
   end subroutine bad
+
+  !> A two-way option: true for yes, false for no, else a bad value.
+  logical function choice(name, text, yes, no)
+    character(*), intent(in) :: name, text, yes, no
+    choice = .false.
+    if (trim(text) == yes) then
+      choice = .true.
+    else if (trim(text) /= no) then
+      call bad(name, text)
+    end if
+  end function choice
 
   integer function int_value(name, text, lowest)
     character(len=*), intent(in) :: name, text
