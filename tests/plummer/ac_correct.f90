@@ -67,12 +67,15 @@ contains
     integer, intent(in) :: i
     real(dp), intent(in) :: xp(3), vp(3), firr(3), fd(3)
     logical, intent(in) :: regular_due
-    real(dp) :: dt, df(3), at3(3), bt2(3), fdum(3), ttmp, dt0, dtsq, dv2, f2, dtj, dtr
+    real(dp) :: dt, df(3), at3(3), bt2(3), fdum(3), ttmp, dt0, dtsq, dv2, f2, dtj, dtr, rdt, rdt2
     real(dp) :: d2i(3), d3i(3)
     integer :: k
 
     dt = time - t0(i)
     dtsq = dt * dt
+    ! One division for the six of D2, D3 (they feed only the step criterion).
+    rdt = 1.0_dp / dt
+    rdt2 = rdt * rdt
     df = fi(:,i) - firr
     call hermite_coefficients(df, fidot(:,i), fd, dt, at3, bt2)
     do k = 1, 3
@@ -80,8 +83,8 @@ contains
       x0dot(k,i) = vp(k) + (0.75_dp * at3(k) + bt2(k)) * dt * one3
       fi(k,i) = firr(k)
       fidot(k,i) = fd(k)
-      d2i(k) = (3.0_dp * at3(k) + bt2(k)) * 2.0_dp / dtsq
-      d3i(k) = at3(k) * 6.0_dp / (dt * dtsq)
+      d2i(k) = (3.0_dp * at3(k) + bt2(k)) * (2.0_dp * rdt2)
+      d3i(k) = at3(k) * (6.0_dp * rdt2 * rdt)
     end do
     t0(i) = time
 
