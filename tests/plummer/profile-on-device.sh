@@ -6,8 +6,10 @@
 # to carry):
 #   PROFILE_THREADS="16 4 1" bash tests/plummer/profile-on-device.sh
 # The machine has no perf: PERF_TAR names a tarball of a perf binary with
-# the libraries it needs beyond glibc's (made here from Debian's linux-perf:
-# the perf binary at its top, the libraries under lib/), unpacked to /tmp.
+# the libraries it needs beyond glibc's (the perf binary at its top, the
+# libraries under lib/), unpacked to /tmp.  Make it here, on a machine with
+# Debian's linux-perf, and carry it in .devtools:
+#   bash tests/plummer/profile-on-device.sh --pack .devtools/perf.tar.xz
 # PROFILE_N (65536), PROFILE_TEND (1: phases of t = 0.5..1),
 # PROFILE_ARGS (-resident -gpu-irr 512), PROFILE_PERF_THREADS (16),
 # PROFILE_PERF_DELAY (ms before perf starts sampling, to skip the start-up;
@@ -16,6 +18,18 @@
 # Leaves in $OUT: profile.log (phases per thread count, perf's flat profile
 # and the hottest lines of the hottest functions).
 set -u -o pipefail
+if [ "${1:-}" = --pack ]; then
+  tarball=${2:?--pack needs the tarball to write}
+  perf_bin=$(command -v perf) || { echo "no perf here (Debian: apt-get install linux-perf)" >&2; exit 1; }
+  pack=$(mktemp -d)
+  mkdir -p "$pack/lib" && cp "$perf_bin" "$pack/perf" || exit 1
+  # glibc's own libraries, libstdc++, libgcc_s and zlib are on the GPU machine.
+  ldd "$perf_bin" | awk '$3 ~ /^\// { print $3 }' |
+    grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|libz)\.so' |
+    while read -r lib; do cp -L "$lib" "$pack/lib/"; done
+  tar -C "$pack" -cJf "$tarball" . && rm -rf "$pack" && echo "wrote $tarball"
+  exit
+fi
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/profile-device-out}
 mkdir -p "$out"
