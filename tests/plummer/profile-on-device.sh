@@ -5,6 +5,7 @@
 # From the repository root on the GPU machine (see run-on-device.sh for what
 # to carry):
 #   PROFILE_THREADS="16 4 1" bash tests/plummer/profile-on-device.sh
+# (PROFILE_THREADS="" for the perf runs alone)
 # The machine has no perf: PERF_TAR names a tarball of a perf binary with
 # the libraries it needs beyond glibc's (the perf binary at its top, the
 # libraries under lib/), unpacked to /tmp.  Make it here, on a machine with
@@ -35,7 +36,7 @@ out=${OUT:-/tmp/profile-device-out}
 mkdir -p "$out"
 n=${PROFILE_N:-65536}
 tend=${PROFILE_TEND:-1}
-threads=${PROFILE_THREADS:-"16 4 1"}
+threads=${PROFILE_THREADS-"16 4 1"}
 args=${PROFILE_ARGS:-"-resident -gpu-irr 512"}
 perf_threads=${PROFILE_PERF_THREADS:-16}
 perf_delay=${PROFILE_PERF_DELAY:-0}
