@@ -293,7 +293,6 @@ contains
       shared_blocks(b) = shared_blocks(b) + 1
     end subroutine shared_irregular_force
 
-    !> The time since the last lap goes to phase p.
     !> The regular force of the block's first chunk (resident path).
     subroutine start_regular_force()
       real(dp) :: t_chunk
@@ -302,6 +301,7 @@ contains
       call profile_regular_part(reg_start, wall_seconds() - t_chunk)
     end subroutine start_regular_force
 
+    !> The time since the last lap goes to phase p.
     subroutine lap(p)
       integer, intent(in) :: p
       real(dp) :: now
