@@ -65,7 +65,9 @@
 #define HOST_PARALLEL_NI 256
 
 /* Below this many quarter tiles per slice, slices are whole tiles. */
+#ifndef QUARTER_SLICES_MIN /* (overridable for the A/B of tests/gpu/ab-flags.sh) */
 #define QUARTER_SLICES_MIN 8
+#endif
 
 enum precise_mode { PRECISE_AUTO, PRECISE_ALWAYS, PRECISE_NEVER };
 

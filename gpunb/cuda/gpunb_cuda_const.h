@@ -9,14 +9,20 @@
  * so a slice of the j range per block suffices even where NI is small.  The
  * j-set on the device is padded with zero-mass particles to a multiple of the
  * tile, so the inner loop never tests a bound. */
+#ifndef GPUNB_CUDA_BLOCK_I /* (overridable for the A/B of tests/gpu/ab-flags.sh) */
 #define GPUNB_CUDA_BLOCK_I 64
+#endif
+#ifndef GPUNB_CUDA_JWAYS
 #define GPUNB_CUDA_JWAYS 4
+#endif
 #define GPUNB_CUDA_FORCE_THREADS (GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_JWAYS)
 #define GPUNB_CUDA_TILE_J GPUNB_CUDA_FORCE_THREADS
 
 /* Neighbours a force thread keeps in shared memory before it appends them
  * to its i's list in global memory (one atomic per flush). */
+#ifndef GPUNB_CUDA_NB_BUFFER
 #define GPUNB_CUDA_NB_BUFFER 8
+#endif
 
 /* Force blocks the compiler must fit on one SM, which caps the registers per
  * thread: 5 gives 48 registers and 40 warps per SM, the alternative 4 gives

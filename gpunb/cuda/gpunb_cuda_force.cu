@@ -16,6 +16,13 @@
  * interaction; the host runs it only where the fast one may be short. */
 #include "gpunb_cuda_gather.cuh"
 
+/* 32-j words of a thread's part of the tile unrolled together: each is ~1300
+ * instructions, and more than two overran the instruction cache (session 3). */
+#ifndef GPUNB_CUDA_WORD_UNROLL
+#define GPUNB_CUDA_WORD_UNROLL 2
+#endif
+static constexpr int word_unroll = GPUNB_CUDA_WORD_UNROLL; /* (#pragma unroll expands no macro) */
+
 /* rsqrt.approx.ftz: one MUFU.RSQ, without the denormal fix-up code that
  * rsqrtf() gets when nvcc runs without -ftz=true. */
 static __device__ __forceinline__ float rsqrt_ftz(float x)
@@ -256,7 +263,7 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
         if (my_quarter >= q_begin && my_quarter < q_end) { /* uniform per warp */
             tile_sums s = {0, 0, 0, 0, 0, 0, 0};
             const int j_first = way * GPUNB_CUDA_BLOCK_I; /* this thread's part of the tile */
-#pragma unroll
+#pragma unroll word_unroll
             for (int w = 0; w < GPUNB_CUDA_BLOCK_I / 32; w++) {
                 unsigned bits = 0;
 #pragma unroll
