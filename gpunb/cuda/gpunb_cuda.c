@@ -698,6 +698,7 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         if (nslices > g->ntiles)
             nslices = g->ntiles;
     }
+    const long long units = g->ntiles * GPUNB_CUDA_JWAYS / granule;
     CHECK(g, cudaSetDevice(g->device));
     if (s->dirty) {
         CHECK(g, cudaMemsetAsync(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK, g->stream));
@@ -714,6 +715,7 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         .ntiles = g->ntiles, .j0 = g->j0, .ipos = g->d_ibuf, .ivel = g->d_ibuf + ni_pad,
         .ilo = g->d_ibuf + 2 * ni_pad, .iidx = members ? g->d_iidx : NULL, .ni_tiles = ni_tiles,
         .nslices = (int)nslices, .granule = granule,
+        .slice_units = (int)(units / nslices), .slice_extra = (int)(units % nslices),
         .partial = g->d_partial, .slices_inner = fused, .nbcount = g->d_nbcount,
         .nblist = g->d_nblist, .cap = cap,
         .single = single, .sync = g->d_sync, .ni = ni, .limit = limit,

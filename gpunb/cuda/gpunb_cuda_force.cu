@@ -175,11 +175,11 @@ static __device__ __forceinline__ void single_tail(const gpunb_cuda_force_args &
 
 /* Copy j-tile t (TILE_J records, one per thread) into shared buffer b. */
 template <bool PRECISE>
-static __device__ __forceinline__ void load_tile(const gpunb_cuda_force_args &a, long long t, int tid,
+static __device__ __forceinline__ void load_tile(const gpunb_cuda_force_args &a, int t, int tid,
                                                  float4 (*sp)[GPUNB_CUDA_TILE_J], float4 (*sv)[GPUNB_CUDA_TILE_J],
                                                  float4 *sl, int b)
 {
-    const long long j = t * GPUNB_CUDA_TILE_J + tid;
+    const int j = t * GPUNB_CUDA_TILE_J + tid;
     copy16(&sp[b][tid], a.jpos + j);
     copy16(&sv[b][tid], a.jvel + j);
     if (PRECISE)
@@ -210,12 +210,13 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
     /* The slice, in quarters of a tile (the part one way computes), so that
      * slices differ by at most one quarter tile of work; or in whole tiles
      * (granule JWAYS) where slices are only a few quarters long: a slice
-     * that starts or ends inside a tile leaves warps of the block idle. */
-    const long long nunits = a.ntiles * GPUNB_CUDA_JWAYS / a.granule;
-    const long long q_begin = nunits * slice / a.nslices * a.granule;
-    const long long q_end = nunits * (slice + 1) / a.nslices * a.granule;
-    const long long t_begin = q_begin / GPUNB_CUDA_JWAYS;
-    const long long t_end = (q_end + GPUNB_CUDA_JWAYS - 1) / GPUNB_CUDA_JWAYS;
+     * that starts or ends inside a tile leaves warps of the block idle.  The
+     * host splits the units (a 64-bit division here cost each thread a few
+     * hundred instructions). */
+    const int q_begin = (slice * a.slice_units + min(slice, a.slice_extra)) * a.granule;
+    const int q_end = q_begin + (a.slice_units + (slice < a.slice_extra)) * a.granule;
+    const int t_begin = q_begin / GPUNB_CUDA_JWAYS;
+    const int t_end = (q_end + GPUNB_CUDA_JWAYS - 1) / GPUNB_CUDA_JWAYS;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* a dependent launch (the gathering kernel, NB6ACCEL_CUDA_PDL) may place
@@ -253,13 +254,13 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
     if (t_begin < t_end)
         load_tile<PRECISE>(a, t_begin, tid, sp, sv, &sl[0][0], 0);
     copies_commit();
-    for (long long t = t_begin; t < t_end; t++) {
+    for (int t = t_begin; t < t_end; t++) {
         if (t + 1 < t_end)
             load_tile<PRECISE>(a, t + 1, tid, sp, sv, &sl[0][0], b ^ 1);
         copies_commit();
         copies_wait_all_but_last(); /* this thread's part of tile t is in */
         __syncthreads();            /* ... and every thread's */
-        const long long my_quarter = t * GPUNB_CUDA_JWAYS + way;
+        const int my_quarter = t * GPUNB_CUDA_JWAYS + way;
         if (my_quarter >= q_begin && my_quarter < q_end) { /* uniform per warp */
             tile_sums s = {0, 0, 0, 0, 0, 0, 0};
             const int j_first = way * GPUNB_CUDA_BLOCK_I; /* this thread's part of the tile */
@@ -281,7 +282,7 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
                         flush_neighbours(nbbuf, tid, nbuf, my_count, my_list, a.cap);
                         nbuf = 0;
                     }
-                    nbbuf[nbuf++][tid] = a.j0 + (int)(t * GPUNB_CUDA_TILE_J) + j_first + w * 32 + k;
+                    nbbuf[nbuf++][tid] = a.j0 + t * GPUNB_CUDA_TILE_J + j_first + w * 32 + k;
                 }
             }
             sums[0][tid] += s.ax;

@@ -42,6 +42,9 @@ typedef struct gpunb_cuda_force_args {
     int ni_tiles;
     int nslices;
     int granule; /* a slice is a whole number of this many quarter tiles (1 or JWAYS) */
+    /* ntiles * JWAYS / granule units split over the slices: slice s gets
+     * slice_units, plus one where s < slice_extra */
+    int slice_units, slice_extra;
     float *partial;
     int slices_inner; /* the partial layout the fused gathering kernel reads coalesced */
     int *nbcount;
