@@ -3,7 +3,8 @@
 # the CSV rows of plummer_ac: wall time of t = 2..4 and its regular-force and
 # irregular-force parts against N, log-log, for NBODY6's GPUNB path (the
 # first complete row of each N; rows stopped by the wall-clock limit are
-# left out).  Without gnuplot it uses
+# left out), and, where the CSV has them, the wall time of the resident
+# GPUNB path's rows as a fourth curve.  Without gnuplot it uses
 # matplotlib if there, else says so and leaves the CSV alone.
 csv=$1
 png=$2
@@ -24,11 +25,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 plt.figure(figsize=(8, 6))
-first = {}
+first, resident = {}, {}
 for r in csv.DictReader(open(sys.argv[1])):
     if r["status"] == "complete" and r.get("gpunb_path", "nbody6") == "nbody6":
         first.setdefault(int(r["n"]), (float(r["wall_second"]), float(r["regular_second"]),
                                        float(r["irregular_second"])))
+    elif r["status"] == "complete" and r.get("gpunb_path") == "resident":
+        resident.setdefault(int(r["n"]), float(r["wall_second"]))
 rows = sorted((k,) + v for k, v in first.items())
 if not rows:
     print("plot-fig2: no complete run in %s: no %s" % (sys.argv[1], sys.argv[2]))
@@ -37,6 +40,9 @@ n = [r[0] for r in rows]
 for k, (label, mark) in enumerate([("total", "o-"), ("regular force (GPUNB)", "s-"),
                                    ("irregular force (GPUIRR)", "^-")]):
     plt.loglog(n, [r[k + 1] for r in rows], mark, label=label)
+if resident:
+    nr = sorted(resident)
+    plt.loglog(nr, [resident[k] for k in nr], "o--", label="total, resident GPUNB path")
 plt.xlabel("N"); plt.ylabel("wall-clock time for t = 2..4 (s)"); plt.grid(True, which="both", alpha=0.3)
 plt.title("Plummer model, AC Hermite with nb6accel\n(as Fig. 2 of Nitadori & Aarseth 2012)", fontsize=10)
 plt.legend(); plt.tight_layout(); plt.savefig(sys.argv[2], dpi=100)
@@ -48,10 +54,17 @@ PY
   exit 0
 fi
 data=`mktemp`
-trap 'rm -f "$data"' EXIT
+resident=`mktemp`
+trap 'rm -f "$data" "$resident"' EXIT
 # n, wall_second, regular_second, irregular_second of complete rows, sorted by N.
 awk -F, 'NR > 1 && $22 == "complete" && $24 != "resident" && !seen[$1]++ { print $1, $7, $8, $9 }' \
   "$csv" | sort -n > "$data"
+awk -F, 'NR > 1 && $22 == "complete" && $24 == "resident" && !seen[$1]++ { print $1, $7 }' \
+  "$csv" | sort -n > "$resident"
+extra=
+if test -s "$resident"; then
+  extra=", '$resident' using 1:2 with linespoints dt 2 pt 6 title 'total, resident GPUNB path'"
+fi
 if ! test -s "$data"; then
   echo "plot-fig2: no complete run in $csv: no $png"
   exit 0
@@ -67,7 +80,7 @@ set ylabel 'wall-clock time for t = 2..4 (s)'
 set title 'Plummer model, AC Hermite with nb6accel (Nitadori & Aarseth 2012, Fig. 2)'
 plot '$data' using 1:2 with linespoints pt 7 title 'total', \
      '$data' using 1:3 with linespoints pt 5 title 'regular force (GPUNB)', \
-     '$data' using 1:4 with linespoints pt 9 title 'irregular force (GPUIRR)'
+     '$data' using 1:4 with linespoints pt 9 title 'irregular force (GPUIRR)'$extra
 GP
 status=$?
 if test $status -ne 0; then
@@ -82,7 +95,7 @@ set xlabel 'N'
 set ylabel 'wall-clock time for t = 2..4 (s)'
 plot '$data' using 1:2 with linespoints title 'total', \
      '$data' using 1:3 with linespoints title 'regular force (GPUNB)', \
-     '$data' using 1:4 with linespoints title 'irregular force (GPUIRR)'
+     '$data' using 1:4 with linespoints title 'irregular force (GPUIRR)'$extra
 GP
   status=$?
 fi
