@@ -37,7 +37,7 @@ if not rows:
     print("plot-fig2: no complete run in %s: no %s" % (sys.argv[1], sys.argv[2]))
     sys.exit(0)
 n = [r[0] for r in rows]
-for k, (label, mark) in enumerate([("total", "o-"), ("regular force (GPUNB)", "s-"),
+for k, (label, mark) in enumerate([("total, NBODY6 GPUNB path", "o-"), ("regular force (GPUNB)", "s-"),
                                    ("irregular force (GPUIRR)", "^-")]):
     plt.loglog(n, [r[k + 1] for r in rows], mark, label=label)
 if resident:
@@ -78,7 +78,7 @@ set key top left
 set xlabel 'N'
 set ylabel 'wall-clock time for t = 2..4 (s)'
 set title 'Plummer model, AC Hermite with nb6accel (Nitadori & Aarseth 2012, Fig. 2)'
-plot '$data' using 1:2 with linespoints pt 7 title 'total', \
+plot '$data' using 1:2 with linespoints pt 7 title 'total, NBODY6 GPUNB path', \
      '$data' using 1:3 with linespoints pt 5 title 'regular force (GPUNB)', \
      '$data' using 1:4 with linespoints pt 9 title 'irregular force (GPUIRR)'$extra
 GP
@@ -93,7 +93,7 @@ set grid
 set key top left
 set xlabel 'N'
 set ylabel 'wall-clock time for t = 2..4 (s)'
-plot '$data' using 1:2 with linespoints title 'total', \
+plot '$data' using 1:2 with linespoints title 'total, NBODY6 GPUNB path', \
      '$data' using 1:3 with linespoints title 'regular force (GPUNB)', \
      '$data' using 1:4 with linespoints title 'irregular force (GPUIRR)'$extra
 GP
