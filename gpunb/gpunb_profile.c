@@ -4,11 +4,16 @@
 
 #include <string.h>
 
+int gpunb_profile_enabled(void)
+{
+    const char *env = nb6_getenv("NB6ACCEL_PROFILE_IRR");
+    return env && strcmp(env, "0") != 0;
+}
+
 void gpunb_profile_init(gpunb_profile *p)
 {
     memset(p, 0, sizeof *p);
-    const char *env = nb6_getenv("NB6ACCEL_PROFILE_IRR");
-    p->on = env && strcmp(env, "0") != 0;
+    p->on = gpunb_profile_enabled();
 }
 
 int gpunb_profile_bucket(long size)

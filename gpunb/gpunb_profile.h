@@ -41,7 +41,10 @@ typedef struct gpunb_profile {
 NB6_INTERNAL int gpunb_profile_bucket(long size);
 NB6_INTERNAL void gpunb_profile_bucket_sizes(int b, long *lo, long *hi);
 
-/* Zero p; on when NB6ACCEL_PROFILE_IRR is set to something other than 0. */
+/* Whether NB6ACCEL_PROFILE_IRR is set to something other than 0. */
+NB6_INTERNAL int gpunb_profile_enabled(void);
+
+/* Zero p; on as gpunb_profile_enabled says. */
 NB6_INTERNAL void gpunb_profile_init(gpunb_profile *p);
 
 /* One call of `size` (changed records for a push, particles for an

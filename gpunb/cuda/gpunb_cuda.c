@@ -421,7 +421,6 @@ static int cuda_open(void **state, int capacity, char *desc)
     const char *single = nb6_getenv("NB6ACCEL_CUDA_SINGLE_LAUNCH");
     const char *pdl = nb6_getenv("NB6ACCEL_CUDA_PDL");
     const char *irr_predict = nb6_getenv("NB6ACCEL_CUDA_IRR_PREDICT");
-    const char *profile = nb6_getenv("NB6ACCEL_PROFILE_IRR");
     const size_t chunk = GPUNB_CUDA_NI_CHUNK;
     cuda_state *s;
     size_t len;
@@ -473,7 +472,7 @@ static int cuda_open(void **state, int capacity, char *desc)
             cuda_close(s);
         return gpunb_fail(GPUNB_ERESOURCE, "gpunb_open: out of host memory");
     }
-    s->prof.on = profile && strcmp(profile, "0") != 0;
+    s->prof.on = gpunb_profile_enabled();
     s->irr_predict = !irr_predict || !strcmp(irr_predict, "auto") ? IRR_PREDICT_AUTO
                      : !strcmp(irr_predict, "always")             ? IRR_PREDICT_ALWAYS
                                                                   : IRR_PREDICT_NEVER;
