@@ -46,7 +46,9 @@ typedef struct gpunb gpunb;
 /* Counters since open, for the statistics NBODY6 users read at close. */
 typedef struct gpunb_stats {
     double time_send;        /* s in gpunb_send (copy and upload of the j-set)  */
-    double time_force;       /* s in the force kernels                          */
+    double time_force;       /* s in the force kernels (CUDA, calls of up to 256
+                              * i: by the GPU's clock from the first force block
+                              * to the last gathering block, so with gathering) */
     double time_gather;      /* s in reduction, list gathering and download     */
     double time_total;       /* s in gpunb_send + gpunb_regf altogether         */
     double interactions;     /* sum over regf calls of ni * nj                  */

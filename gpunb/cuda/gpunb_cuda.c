@@ -78,6 +78,12 @@ typedef struct cuda_gpu {
     int force_blocks; /* force blocks resident at once on the whole GPU   */
     int single_blocks; /* the same for the single-launch kernels; 0: no single launch */
     int pdl;           /* gathering kernel of small calls as a dependent launch */
+    gpunb_cuda_inline_i inl; /* the i of a one-tile launch, passed with it */
+    /* GPU clock stamps (ns) of a small call, mapped: [0] the force kernel's
+     * start, [1 + i] the end of i's gathering; stamped_ni: this call's ni,
+     * 0 where the call is timed by the events */
+    unsigned long long *h_stamp, *d_stamp;
+    int stamped_ni;
     cudaStream_t stream, side;     /* side: the gathering kernel, beside the reduction */
     cudaEvent_t ev_force0, ev_force1; /* timing of the force kernel */
     cudaEvent_t ev_fork, ev_join;     /* side waits for the force, stream for side */
@@ -146,6 +152,7 @@ typedef struct cuda_state {
     int single;     /* one launch for a small call (NB6ACCEL_CUDA_SINGLE_LAUNCH) */
     int pdl;        /* else the gathering kernel as a dependent launch (NB6ACCEL_CUDA_PDL):
                      * 1 or 0 as asked, -1 where each GPU that can (9.0) */
+    int inline_i;   /* a one-tile launch takes its i with it (NB6ACCEL_CUDA_INLINE_I) */
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
     float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
@@ -241,6 +248,7 @@ static void free_gpu(cuda_gpu *g)
     cudaFree(g->d_partial);
     cudaFree(g->d_nbcount);
     cudaFree(g->d_sync);
+    cudaFreeHost(g->h_stamp);
     cudaFree(g->d_nblist);
     cudaFreeHost(g->h_out);
     cudaFree(g->d_rec);
@@ -404,7 +412,9 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
     CHECK(g, cudaMemset(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
     CHECK(g, cudaMalloc((void **)&g->d_sync, 2 * sizeof(int)));
     CHECK(g, cudaMemset(g->d_sync, 0, 2 * sizeof(int)));
-    if ((st = host_alloc(g, (void **)&g->h_jpos, jbytes)) ||
+    if ((st = mapped_alloc(g, (void **)&g->h_stamp, (void **)&g->d_stamp,
+                           sizeof(unsigned long long) * (1 + FUSED_REDUCE_NI))) ||
+        (st = host_alloc(g, (void **)&g->h_jpos, jbytes)) ||
         (st = host_alloc(g, (void **)&g->h_jvel, jbytes)) ||
         (st = host_alloc(g, (void **)&g->h_jlo, jbytes)))
         return st;
@@ -420,6 +430,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     const char *waves = nb6_getenv("NB6ACCEL_CUDA_WAVES");
     const char *single = nb6_getenv("NB6ACCEL_CUDA_SINGLE_LAUNCH");
     const char *pdl = nb6_getenv("NB6ACCEL_CUDA_PDL");
+    const char *inline_i = nb6_getenv("NB6ACCEL_CUDA_INLINE_I");
     const char *irr_predict = nb6_getenv("NB6ACCEL_CUDA_IRR_PREDICT");
     const size_t chunk = GPUNB_CUDA_NI_CHUNK;
     cuda_state *s;
@@ -454,6 +465,10 @@ static int cuda_open(void **state, int capacity, char *desc)
         free(ids);
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: NB6ACCEL_CUDA_PDL=\"%s\" is not 0 or 1", pdl);
     }
+    if (inline_i && strcmp(inline_i, "0") && strcmp(inline_i, "1")) {
+        free(ids);
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: NB6ACCEL_CUDA_INLINE_I=\"%s\" is not 0 or 1", inline_i);
+    }
     if (irr_predict && strcmp(irr_predict, "auto") && strcmp(irr_predict, "always") && strcmp(irr_predict, "never")) {
         free(ids);
         return gpunb_fail(GPUNB_EUSAGE,
@@ -483,6 +498,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     s->waves = (int)nwaves;
     s->single = single ? single[0] == '1' : GPUNB_CUDA_SINGLE_LAUNCH;
     s->pdl = pdl ? pdl[0] == '1' : GPUNB_CUDA_PDL ? -1 : 0;
+    s->inline_i = inline_i ? inline_i[0] == '1' : GPUNB_CUDA_INLINE_I;
     s->ngpu = n;
     s->capacity_pad = (int)(tiles_of(capacity) * GPUNB_CUDA_TILE_J);
     for (int k = 0; k < n; k++)
@@ -703,12 +719,17 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         CHECK(g, cudaMemsetAsync(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK, g->stream));
         CHECK(g, cudaMemsetAsync(g->d_sync, 0, 2 * sizeof(int), g->stream));
     }
-    if (members)
-        CHECK(g, cudaMemcpyAsync(g->d_iidx, s->h_iidx, sizeof(int4) * (size_t)ni_pad, cudaMemcpyHostToDevice,
-                                 g->stream));
+    const size_t ibytes = members ? sizeof(int4) * (size_t)ni_pad : sizeof(float4) * (size_t)ni_pad * (precise ? 3 : 2);
+    const int inline_i = s->inline_i && ni_tiles == 1 && !single;
+    if (inline_i)
+        memcpy(g->inl.v, members ? (const void *)s->h_iidx : (const void *)s->h_ibuf, ibytes);
+    else if (members)
+        CHECK(g, cudaMemcpyAsync(g->d_iidx, s->h_iidx, ibytes, cudaMemcpyHostToDevice, g->stream));
     else
-        CHECK(g, cudaMemcpyAsync(g->d_ibuf, s->h_ibuf, sizeof(float4) * (size_t)ni_pad * (precise ? 3 : 2),
-                                 cudaMemcpyHostToDevice, g->stream));
+        CHECK(g, cudaMemcpyAsync(g->d_ibuf, s->h_ibuf, ibytes, cudaMemcpyHostToDevice, g->stream));
+    /* A small call is timed by the GPU's own clock, stamped by the kernels
+     * (two event records cost its critical path ~3 us of host time). */
+    g->stamped_ni = fused && !single ? ni : 0;
     gpunb_cuda_force_args a = {
         .precise = precise, .min_blocks = s->min_blocks, .jpos = g->d_jpos, .jvel = g->d_jvel, .jlo = g->d_jlo,
         .ntiles = g->ntiles, .j0 = g->j0, .ipos = g->d_ibuf, .ivel = g->d_ibuf + ni_pad,
@@ -719,29 +740,29 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         .nblist = g->d_nblist, .cap = cap,
         .single = single, .sync = g->d_sync, .ni = ni, .limit = limit,
         .result = results_of(g->d_hout), .compact = compact_of(g->d_hout, ni),
+        .stamp_start = g->stamped_ni ? g->d_stamp : NULL,
     };
     /* A programmatic dependent launch needs the gathering kernel right after
-     * the force kernel: the force time then includes the gathering (as it
-     * does with the single launch). */
+     * the force kernel.  The force time of a small call includes the
+     * gathering (as it does with the single launch). */
     const int pdl = fused && !single && g->pdl;
-    CHECK(g, cudaEventRecord(g->ev_force0, g->stream));
-    CHECK(g, gpunb_cuda_launch_force(&a, g->stream));
-    if (!pdl)
+    if (!g->stamped_ni)
+        CHECK(g, cudaEventRecord(g->ev_force0, g->stream));
+    CHECK(g, gpunb_cuda_launch_force(&a, inline_i ? &g->inl : NULL, g->stream));
+    if (!g->stamped_ni)
         CHECK(g, cudaEventRecord(g->ev_force1, g->stream));
     if (single) {
         /* nothing more: the force kernel has reduced and gathered */
     } else if (fused) {
         CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit,
                                           compact_of(g->d_hout, ni), results_of(g->d_hout), g->d_partial,
-                                          (int)nslices, ni_pad, pdl, g->stream));
-        if (pdl)
-            CHECK(g, cudaEventRecord(g->ev_force1, g->stream));
+                                          (int)nslices, ni_pad, g->d_stamp + 1, pdl, g->stream));
     } else { /* reduction and gathering need only the force kernel: side by side */
         CHECK(g, cudaEventRecord(g->ev_fork, g->stream));
         CHECK(g, cudaStreamWaitEvent(g->side, g->ev_fork, 0));
         CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit,
-                                          compact_of(g->d_hout, ni), results_of(g->d_hout), NULL, 0, 0, 0,
-                                          g->side));
+                                          compact_of(g->d_hout, ni), results_of(g->d_hout), NULL, 0, 0, NULL,
+                                          0, g->side));
         CHECK(g, cudaEventRecord(g->ev_join, g->side));
         CHECK(g, gpunb_cuda_launch_reduce(g->d_partial, (int)nslices, ni, ni_pad, results_of(g->d_hout),
                                           g->stream));
@@ -756,6 +777,14 @@ static int finish_gpu(cuda_gpu *g, double *t_force)
     float ms = 0.0f;
     CHECK(g, cudaSetDevice(g->device));
     CHECK(g, cudaStreamSynchronize(g->stream));
+    if (g->stamped_ni) { /* first force block's start to the last gathering block's end */
+        const volatile unsigned long long *stamp = g->h_stamp;
+        unsigned long long end = stamp[0];
+        for (int i = 1; i <= g->stamped_ni; i++)
+            end = stamp[i] > end ? stamp[i] : end;
+        *t_force += 1e-9 * (double)(end - stamp[0]);
+        return GPUNB_OK;
+    }
     CHECK(g, cudaEventElapsedTime(&ms, g->ev_force0, g->ev_force1));
     *t_force += 1e-3 * ms;
     return GPUNB_OK;

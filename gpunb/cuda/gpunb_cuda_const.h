@@ -18,6 +18,13 @@
 #define GPUNB_CUDA_FORCE_THREADS (GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_JWAYS)
 #define GPUNB_CUDA_TILE_J GPUNB_CUDA_FORCE_THREADS
 
+/* A launch of one i-tile (NI <= BLOCK_I) takes its i in the kernel's
+ * parameters instead of a copy to the GPU before it: one CUDA call less on
+ * the small call's critical path (NB6ACCEL_CUDA_INLINE_I=0 turns it off). */
+#ifndef GPUNB_CUDA_INLINE_I
+#define GPUNB_CUDA_INLINE_I 1
+#endif
+
 /* Neighbours a force thread keeps in shared memory before it appends them
  * to its i's list in global memory (one atomic per flush). */
 #ifndef GPUNB_CUDA_NB_BUFFER

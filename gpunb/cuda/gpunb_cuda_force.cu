@@ -186,9 +186,21 @@ static __device__ __forceinline__ void load_tile(const gpunb_cuda_force_args &a,
         copy16(sl + b * GPUNB_CUDA_TILE_J + tid, a.jlo + j); /* sl: [2][TILE_J] */
 }
 
-template <bool PRECISE, int MIN_BLOCKS, bool SINGLE>
+/* The kernel's second parameter: the i of a one-tile launch, or a stub. */
+template <bool INLINE>
+struct inline_arg {
+    gpunb_cuda_inline_i i;
+};
+template <>
+struct inline_arg<false> {
+    int unused;
+};
+static __device__ __forceinline__ const float4 *inline_src(const inline_arg<true> &in) { return in.i.v; }
+static __device__ __forceinline__ const float4 *inline_src(const inline_arg<false> &) { return nullptr; }
+
+template <bool PRECISE, int MIN_BLOCKS, bool SINGLE, bool INLINE>
 static __global__ void __launch_bounds__(GPUNB_CUDA_FORCE_THREADS, MIN_BLOCKS)
-gpunb_force_kernel(const gpunb_cuda_force_args a)
+gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline_arg<INLINE> in)
 {
     /* Two buffers of the j-tile: tile t + 1 is on its way while t is used. */
     __shared__ __align__(16) float4 sp[2][GPUNB_CUDA_TILE_J], sv[2][GPUNB_CUDA_TILE_J];
@@ -218,15 +230,36 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
     const int t_begin = q_begin / GPUNB_CUDA_JWAYS;
     const int t_end = (q_end + GPUNB_CUDA_JWAYS - 1) / GPUNB_CUDA_JWAYS;
 
+    if (a.stamp_start && slice == 0 && blockIdx.y == 0 && tid == 0) /* the first block placed */
+        *a.stamp_start = gpu_clock_ns();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* a dependent launch (the gathering kernel, NB6ACCEL_CUDA_PDL) may place
      * its blocks now; they wait for this kernel's end and writes */
     if (!SINGLE)
         asm volatile("griddepcontrol.launch_dependents;");
 #endif
+    /* The i: from global memory, or (INLINE) from the launch's parameters,
+     * staged in the second velocity buffer (the first copy of a tile there
+     * comes after the barrier in front of the loop).  Parameters are read through the
+     * constant cache, which serves one address per cycle: each element once,
+     * not each thread its own i (+3.5 us for the NI = 64 call, session 5). */
+    const float4 *ipos = a.ipos, *ivel = a.ivel, *ilo = a.ilo;
+    const int4 *iidx = a.iidx;
+    if (INLINE) {
+        float4 *stage = &sv[1][0];
+        const float4 *src = inline_src(in);
+        const int n = (a.iidx ? 1 : PRECISE ? 3 : 2) * GPUNB_CUDA_BLOCK_I;
+        for (int k = tid; k < n; k += GPUNB_CUDA_FORCE_THREADS)
+            stage[k] = src[k];
+        __syncthreads();
+        ipos = stage;
+        ivel = stage + GPUNB_CUDA_BLOCK_I;
+        ilo = stage + 2 * GPUNB_CUDA_BLOCK_I;
+        iidx = a.iidx ? reinterpret_cast<const int4 *>(stage) : nullptr;
+    }
     float4 pi, vi, li = make_float4(0, 0, 0, 0);
-    if (a.iidx) { /* j-set members: their entries are bit-equal, self is r = 0 */
-        const int4 d = a.iidx[i];
+    if (iidx) { /* j-set members: their entries are bit-equal, self is r = 0 */
+        const int4 d = iidx[i];
         if (d.x >= 0) {
             pi = a.jpos[d.x];
             vi = a.jvel[d.x];
@@ -238,10 +271,10 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
         pi.w = d.x >= 0 ? __int_as_float(d.y) : -1.0f; /* padding: h2 < 0 */
         vi.w = __int_as_float(d.z);
     } else {
-        pi = a.ipos[i];
-        vi = a.ivel[i];
+        pi = ipos[i];
+        vi = ivel[i];
         if (PRECISE)
-            li = a.ilo[i];
+            li = ilo[i];
     }
 #pragma unroll
     for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++)
@@ -254,6 +287,8 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
     if (t_begin < t_end)
         load_tile<PRECISE>(a, t_begin, tid, sp, sv, &sl[0][0], 0);
     copies_commit();
+    if (INLINE)
+        __syncthreads(); /* every thread has its i before the stage is overwritten */
     for (int t = t_begin; t < t_end; t++) {
         if (t + 1 < t_end)
             load_tile<PRECISE>(a, t + 1, tid, sp, sv, &sl[0][0], b ^ 1);
@@ -320,46 +355,57 @@ gpunb_force_kernel(const gpunb_cuda_force_args a)
         single_tail(a, &sp[0][0], &sv[0][0], &sums[0][0]);
 }
 
-/* One launch of variant <PRECISE, MIN_BLOCKS, SINGLE>: plain, or cooperative
- * for the single launch (its grid barrier needs every block resident). */
+/* One launch of variant <PRECISE, MIN_BLOCKS, SINGLE>: plain (with the i in
+ * its parameters where inl is set), or cooperative for the single launch
+ * (its grid barrier needs every block resident). */
 template <bool PRECISE, int MIN_BLOCKS, bool SINGLE>
-static cudaError_t launch_variant(const gpunb_cuda_force_args *a, cudaStream_t stream)
+static cudaError_t launch_variant(const gpunb_cuda_force_args *a, const gpunb_cuda_inline_i *inl,
+                                  cudaStream_t stream)
 {
     const dim3 grid((unsigned)a->nslices, (unsigned)a->ni_tiles), block(GPUNB_CUDA_FORCE_THREADS);
     if (SINGLE) {
-        void *args[] = {(void *)a};
-        const cudaError_t err = cudaLaunchCooperativeKernel((const void *)gpunb_force_kernel<PRECISE, MIN_BLOCKS, true>,
-                                                            grid, block, args, 0, stream);
+        const inline_arg<false> none = {0};
+        void *args[] = {(void *)a, (void *)&none};
+        const cudaError_t err = cudaLaunchCooperativeKernel(
+            (const void *)gpunb_force_kernel<PRECISE, MIN_BLOCKS, true, false>, grid, block, args, 0, stream);
         return err != cudaSuccess ? err : cudaGetLastError();
     }
-    gpunb_force_kernel<PRECISE, MIN_BLOCKS, false><<<grid, block, 0, stream>>>(*a);
+    if (inl)
+        gpunb_force_kernel<PRECISE, MIN_BLOCKS, false, true>
+            <<<grid, block, 0, stream>>>(*a, *reinterpret_cast<const inline_arg<true> *>(inl));
+    else
+        gpunb_force_kernel<PRECISE, MIN_BLOCKS, false, false><<<grid, block, 0, stream>>>(*a, inline_arg<false>{0});
     return cudaGetLastError();
 }
 
 template <int MIN_BLOCKS>
-static cudaError_t launch_blocks(const gpunb_cuda_force_args *a, cudaStream_t stream)
+static cudaError_t launch_blocks(const gpunb_cuda_force_args *a, const gpunb_cuda_inline_i *inl,
+                                 cudaStream_t stream)
 {
     if (a->single)
-        return a->precise ? launch_variant<true, MIN_BLOCKS, true>(a, stream)
-                          : launch_variant<false, MIN_BLOCKS, true>(a, stream);
-    return a->precise ? launch_variant<true, MIN_BLOCKS, false>(a, stream)
-                      : launch_variant<false, MIN_BLOCKS, false>(a, stream);
+        return a->precise ? launch_variant<true, MIN_BLOCKS, true>(a, NULL, stream)
+                          : launch_variant<false, MIN_BLOCKS, true>(a, NULL, stream);
+    return a->precise ? launch_variant<true, MIN_BLOCKS, false>(a, inl, stream)
+                      : launch_variant<false, MIN_BLOCKS, false>(a, inl, stream);
 }
 
-extern "C" cudaError_t gpunb_cuda_launch_force(const gpunb_cuda_force_args *a, cudaStream_t stream)
+extern "C" cudaError_t gpunb_cuda_launch_force(const gpunb_cuda_force_args *a, const gpunb_cuda_inline_i *inl,
+                                               cudaStream_t stream)
 {
+    if (inl && (a->ni_tiles != 1 || a->single))
+        return cudaErrorInvalidValue;
     if (a->min_blocks == GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT)
-        return launch_blocks<GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT>(a, stream);
-    return launch_blocks<GPUNB_CUDA_FORCE_MIN_BLOCKS>(a, stream);
+        return launch_blocks<GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT>(a, inl, stream);
+    return launch_blocks<GPUNB_CUDA_FORCE_MIN_BLOCKS>(a, inl, stream);
 }
 
 /* The force kernels use shared memory, not L1: ask for the largest shared
  * carveout, so that the driver's choice of split never caps the blocks per
  * SM below what the registers allow (5 x 39 KB needs the 196 KB split). */
-template <bool PRECISE, int MIN_BLOCKS, bool SINGLE>
+template <bool PRECISE, int MIN_BLOCKS, bool SINGLE, bool INLINE>
 static cudaError_t prefer_shared(void)
 {
-    return cudaFuncSetAttribute(gpunb_force_kernel<PRECISE, MIN_BLOCKS, SINGLE>,
+    return cudaFuncSetAttribute(gpunb_force_kernel<PRECISE, MIN_BLOCKS, SINGLE, INLINE>,
                                 cudaFuncAttributePreferredSharedMemoryCarveout,
                                 (int)cudaSharedmemCarveoutMaxShared);
 }
@@ -368,11 +414,13 @@ template <int MIN_BLOCKS>
 static cudaError_t prefer_shared_all(void)
 {
     cudaError_t err;
-    if ((err = prefer_shared<false, MIN_BLOCKS, false>()) != cudaSuccess ||
-        (err = prefer_shared<true, MIN_BLOCKS, false>()) != cudaSuccess ||
-        (err = prefer_shared<false, MIN_BLOCKS, true>()) != cudaSuccess)
+    if ((err = prefer_shared<false, MIN_BLOCKS, false, false>()) != cudaSuccess ||
+        (err = prefer_shared<true, MIN_BLOCKS, false, false>()) != cudaSuccess ||
+        (err = prefer_shared<false, MIN_BLOCKS, false, true>()) != cudaSuccess ||
+        (err = prefer_shared<true, MIN_BLOCKS, false, true>()) != cudaSuccess ||
+        (err = prefer_shared<false, MIN_BLOCKS, true, false>()) != cudaSuccess)
         return err;
-    return prefer_shared<true, MIN_BLOCKS, true>();
+    return prefer_shared<true, MIN_BLOCKS, true, false>();
 }
 
 extern "C" cudaError_t gpunb_cuda_force_occupancy(int min_blocks, int *blocks_per_sm)
@@ -383,10 +431,10 @@ extern "C" cudaError_t gpunb_cuda_force_occupancy(int min_blocks, int *blocks_pe
         return err;
     if (min_blocks == GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT)
         return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT, false>,
+            blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT, false, false>,
             GPUNB_CUDA_FORCE_THREADS, 0);
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS, false>, GPUNB_CUDA_FORCE_THREADS, 0);
+        blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS, false, false>, GPUNB_CUDA_FORCE_THREADS, 0);
 }
 
 template <int MIN_BLOCKS>
@@ -394,9 +442,9 @@ static cudaError_t single_occupancy(int *blocks_per_sm)
 {
     int fast = 0, precise = 0;
     cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &fast, gpunb_force_kernel<false, MIN_BLOCKS, true>, GPUNB_CUDA_FORCE_THREADS, 0);
+        &fast, gpunb_force_kernel<false, MIN_BLOCKS, true, false>, GPUNB_CUDA_FORCE_THREADS, 0);
     if (err == cudaSuccess)
-        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&precise, gpunb_force_kernel<true, MIN_BLOCKS, true>,
+        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&precise, gpunb_force_kernel<true, MIN_BLOCKS, true, false>,
                                                             GPUNB_CUDA_FORCE_THREADS, 0);
     *blocks_per_sm = fast < precise ? fast : precise;
     return err;
@@ -412,8 +460,8 @@ extern "C" cudaError_t gpunb_cuda_single_occupancy(int min_blocks, int *blocks_p
 extern "C" cudaError_t gpunb_cuda_probe_kernels(void)
 {
     cudaFuncAttributes attr;
-    cudaError_t err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS, false>);
+    cudaError_t err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS, false, false>);
     if (err == cudaSuccess)
-        err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<true, GPUNB_CUDA_FORCE_MIN_BLOCKS, false>);
+        err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<true, GPUNB_CUDA_FORCE_MIN_BLOCKS, false, false>);
     return err;
 }

@@ -18,7 +18,8 @@ template <bool REDUCE>
 static __global__ void __launch_bounds__(GPUNB_CUDA_GATHER_THREADS)
 gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, int cap, int limit,
                     int *__restrict__ compact, gpunb_cuda_result *__restrict__ result,
-                    const float *__restrict__ partial, int nslices, int ni_pad)
+                    const float *__restrict__ partial, int nslices, int ni_pad,
+                    unsigned long long *__restrict__ stamp_done)
 {
     __shared__ __align__(16) int entries[GPUNB_CUDA_GATHER_SMEM_LIST + 4];
     __shared__ int sorted[GPUNB_CUDA_GATHER_SMEM_LIST];
@@ -28,12 +29,17 @@ gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, i
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
     gather_one<REDUCE, 2>(blockIdx.x, nbcount, nblist, cap, limit, compact, result, partial, nslices, ni_pad, sm);
+    if (stamp_done) {
+        __syncthreads(); /* every thread's part of i is written */
+        if (threadIdx.x == 0)
+            stamp_done[blockIdx.x] = gpu_clock_ns();
+    }
 }
 
 extern "C" cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist, int cap, int ni,
                                                 int limit, int *compact, gpunb_cuda_result *result,
-                                                const float *partial, int nslices, int ni_pad, int pdl,
-                                                cudaStream_t stream)
+                                                const float *partial, int nslices, int ni_pad,
+                                                unsigned long long *stamp_done, int pdl, cudaStream_t stream)
 {
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
@@ -48,8 +54,8 @@ extern "C" cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist,
     }
     const cudaError_t err =
         partial ? cudaLaunchKernelEx(&cfg, gpunb_gather_kernel<true>, nbcount, nblist, cap, limit, compact, result,
-                                     partial, nslices, ni_pad)
+                                     partial, nslices, ni_pad, stamp_done)
                 : cudaLaunchKernelEx(&cfg, gpunb_gather_kernel<false>, nbcount, nblist, cap, limit, compact, result,
-                                     (const float *)NULL, 0, 0);
+                                     (const float *)NULL, 0, 0, stamp_done);
     return err != cudaSuccess ? err : cudaGetLastError();
 }

@@ -33,6 +33,14 @@ typedef struct gather_smem {
     double (*red)[GPUNB_CUDA_NPARTIAL];
 } gather_smem;
 
+/* The GPU's global clock, in ns (the same on every SM). */
+static __device__ __forceinline__ unsigned long long gpu_clock_ns(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
 /* UNROLL: slices per thread whose loads are in flight at once (2 in the
  * gathering kernel; 1 in the single-launch force kernel, whose 48 registers
  * would otherwise spill). */

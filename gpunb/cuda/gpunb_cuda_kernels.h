@@ -56,10 +56,22 @@ typedef struct gpunb_cuda_force_args {
     int ni, limit;
     gpunb_cuda_result *result;
     int *compact;
+    /* where set, block (0, 0) stores the GPU clock (%globaltimer, ns) here at its start */
+    unsigned long long *stamp_start;
 } gpunb_cuda_force_args;
 
+/* The i of a one-tile launch in the kernel's parameters: v[0, BLOCK_I) as
+ * ipos, v[BLOCK_I, 2 BLOCK_I) as ivel, then ilo; or, for j-set members
+ * (iidx set, its address unused), the iidx records as int4 bits in
+ * v[0, BLOCK_I). */
+typedef struct gpunb_cuda_inline_i {
+    float4 v[3 * GPUNB_CUDA_BLOCK_I];
+} gpunb_cuda_inline_i;
+
+/* With inl set (a->ni_tiles must be 1, and a->single 0), the i are read from
+ * *inl, passed with the launch, instead of ipos/ivel/ilo or iidx. */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_force(const gpunb_cuda_force_args *a,
-                                                 cudaStream_t stream);
+                                                 const gpunb_cuda_inline_i *inl, cudaStream_t stream);
 
 /* Sum the nslices partial records of each i < ni in double into
  * result[i].acc/jrk/pot (ni_pad = ni_tiles * BLOCK_I, the partial stride). */
@@ -71,13 +83,16 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nsli
  * -count, else sort the list into compact[i * cap ...] and store count and
  * offset (i * cap) in result[i].  With partial set (in
  * the slices_inner layout of the force kernel), also do what
- * gpunb_cuda_launch_reduce does (one launch for small ni).  With pdl set
+ * gpunb_cuda_launch_reduce does (one launch for small ni).  With stamp_done
+ * set, stamp_done[i] = the GPU clock (%globaltimer, ns) at the end of i's
+ * block.  With pdl set
  * (compute capability 9.0 and later), a programmatic dependent launch on the
  * force kernel just before it in the stream (nothing in between). */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist, int cap,
                                                   int ni, int limit, int *compact,
                                                   gpunb_cuda_result *result, const float *partial,
-                                                  int nslices, int ni_pad, int pdl, cudaStream_t stream);
+                                                  int nslices, int ni_pad, unsigned long long *stamp_done,
+                                                  int pdl, cudaStream_t stream);
 
 /* rec[index[k]] = staged[k] for k < n (index local to this GPU's records). */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_scatter(const gpunb_cuda_jrec *staged, const int *index,

@@ -6,7 +6,8 @@
  * included), overflow (negative count, true size), nothing written past the
  * count or the last column, force/jerk/potential relative errors; repeat calls
  * give bit-identical results; gpunb_potential on the GPU against double;
- * GPU_LIST, NB6ACCEL_CUDA_WAVES and NB6ACCEL_CUDA_SINGLE_LAUNCH handling.  Without a usable GPU it prints "SKIP: ..." and exits 77.
+ * GPU_LIST, NB6ACCEL_CUDA_WAVES, _SINGLE_LAUNCH, _PDL and _INLINE_I handling.
+ * Without a usable GPU it prints "SKIP: ..." and exits 77.
  *
  * Lists may differ from the reference only in boundary-ambiguous members:
  * q = min(r^2, rp^2) / (m_j h2) within 1e-5 of 1, widened by what float
@@ -405,17 +406,19 @@ static void check_waves(int quick)
     tl_cluster_free(&c);
 }
 
-/* NB6ACCEL_CUDA_SINGLE_LAUNCH and NB6ACCEL_CUDA_PDL: anything but 0 or 1
- * is refused with a message naming the variable; two kernels, the single
- * launch, and the gathering kernel as a dependent launch against the
+/* NB6ACCEL_CUDA_SINGLE_LAUNCH, NB6ACCEL_CUDA_PDL and NB6ACCEL_CUDA_INLINE_I:
+ * anything but 0 or 1 is refused with a message naming the variable; two
+ * kernels, the single launch, the gathering kernel as a dependent launch,
+ * and the i of a one-tile call copied or passed with the launch, against the
  * reference for calls of up to 256 i (where they differ): one and four i-tiles,
  * a j-set of fewer force blocks than i (each block then gathers several i),
  * overflow and empty lists, each call repeated (the grid barrier's counters
  * must be back at zero for the next launch). */
 static void check_single_launch(int quick)
 {
-    const char *bad[] = {"2", "yes", "on", "01", "1 "}, *var[] = {"NB6ACCEL_CUDA_SINGLE_LAUNCH", "NB6ACCEL_CUDA_PDL"};
-    for (unsigned v = 0; v < 2; v++)
+    const char *bad[] = {"2", "yes", "on", "01", "1 "},
+               *var[] = {"NB6ACCEL_CUDA_SINGLE_LAUNCH", "NB6ACCEL_CUDA_PDL", "NB6ACCEL_CUDA_INLINE_I"};
+    for (unsigned v = 0; v < sizeof var / sizeof var[0]; v++)
         for (unsigned k = 0; k < sizeof bad / sizeof bad[0]; k++) {
             gpunb *h = NULL;
             setenv(var[v], bad[k], 1);
@@ -425,8 +428,8 @@ static void check_single_launch(int quick)
             gpunb_close(h);
             unsetenv(var[v]);
         }
-    /* (single launch, dependent launch) */
-    const char *good[][2] = {{"0", "0"}, {"1", "0"}, {"0", "1"}};
+    /* (single launch, dependent launch, i with the launch) */
+    const char *good[][3] = {{"0", "0", "1"}, {"1", "0", "1"}, {"0", "1", "1"}, {"0", "1", "0"}};
     /* 3000: fewer blocks than i; 17000 (quick, for the sanitizers: NI <= 64
      * only) or 131072: a block per i */
     const int njs[] = {3000, quick ? 17000 : 131072};
@@ -441,7 +444,8 @@ static void check_single_launch(int quick)
             char label[128], tag[64];
             setenv("NB6ACCEL_CUDA_SINGLE_LAUNCH", good[k][0], 1);
             setenv("NB6ACCEL_CUDA_PDL", good[k][1], 1);
-            snprintf(tag, sizeof tag, "SINGLE_LAUNCH=%s PDL=%s", good[k][0], good[k][1]);
+            setenv("NB6ACCEL_CUDA_INLINE_I", good[k][2], 1);
+            snprintf(tag, sizeof tag, "SINGLE_LAUNCH=%s PDL=%s INLINE_I=%s", good[k][0], good[k][1], good[k][2]);
             if (!TL_CHECK(gpunb_open(&gpu, nj, GPUNB_BACKEND_CUDA) == GPUNB_OK &&
                               gpunb_open(&ref, nj, GPUNB_BACKEND_REFERENCE) == GPUNB_OK,
                           "open with %s failed: %s", tag, gpunb_last_error())) {
@@ -475,6 +479,7 @@ static void check_single_launch(int quick)
     }
     unsetenv("NB6ACCEL_CUDA_SINGLE_LAUNCH");
     unsetenv("NB6ACCEL_CUDA_PDL");
+    unsetenv("NB6ACCEL_CUDA_INLINE_I");
 }
 
 int main(int argc, char **argv)
