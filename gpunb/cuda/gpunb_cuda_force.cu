@@ -240,9 +240,10 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
 #endif
     /* The i: from global memory, or (INLINE) from the launch's parameters,
      * staged in the second velocity buffer (the first copy of a tile there
-     * comes after the barrier in front of the loop).  Parameters are read through the
-     * constant cache, which serves one address per cycle: each element once,
-     * not each thread its own i (+3.5 us for the NI = 64 call, session 5). */
+     * comes after the barrier in front of the loop).  Parameters are read
+     * through the constant cache, which serves one address per cycle: each
+     * element once, not each thread its own i (+3.5 us for the NI = 64 call,
+     * session 5). */
     const float4 *ipos = a.ipos, *ivel = a.ivel, *ilo = a.ilo;
     const int4 *iidx = a.iidx;
     if (INLINE) {
@@ -434,7 +435,8 @@ extern "C" cudaError_t gpunb_cuda_force_occupancy(int min_blocks, int *blocks_pe
             blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT, false, false>,
             GPUNB_CUDA_FORCE_THREADS, 0);
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS, false, false>, GPUNB_CUDA_FORCE_THREADS, 0);
+        blocks_per_sm, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS, false, false>,
+        GPUNB_CUDA_FORCE_THREADS, 0);
 }
 
 template <int MIN_BLOCKS>
@@ -460,7 +462,8 @@ extern "C" cudaError_t gpunb_cuda_single_occupancy(int min_blocks, int *blocks_p
 extern "C" cudaError_t gpunb_cuda_probe_kernels(void)
 {
     cudaFuncAttributes attr;
-    cudaError_t err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS, false, false>);
+    cudaError_t err =
+        cudaFuncGetAttributes(&attr, gpunb_force_kernel<false, GPUNB_CUDA_FORCE_MIN_BLOCKS, false, false>);
     if (err == cudaSuccess)
         err = cudaFuncGetAttributes(&attr, gpunb_force_kernel<true, GPUNB_CUDA_FORCE_MIN_BLOCKS, false, false>);
     return err;
