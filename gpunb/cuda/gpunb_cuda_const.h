@@ -38,6 +38,12 @@
 #define GPUNB_CUDA_FORCE_MIN_BLOCKS 5
 #define GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT 4
 
+/* Force blocks per SM, about, of a call with NI <= BLOCK_I (each block a
+ * whole, equal number of j-tiles; see launch_gpu). */
+#ifndef GPUNB_CUDA_ONE_TILE_BLOCKS_PER_SM
+#define GPUNB_CUDA_ONE_TILE_BLOCKS_PER_SM 2
+#endif
+
 /* Force blocks of a call with NI > 256, in units of the blocks the GPU holds
  * at once (NB6ACCEL_CUDA_WAVES overrides it, up to the maximum). */
 #define GPUNB_CUDA_WAVES 2
