@@ -40,6 +40,7 @@
 
 #include <cuda_runtime_api.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,10 @@
 #ifndef QUARTER_SLICES_MIN /* (overridable for the A/B of tests/gpu/ab-flags.sh) */
 #define QUARTER_SLICES_MIN 8
 #endif
+
+/* Spins of the wait for a small call's stamps between two queries of the
+ * stream (each ~1 us of host time; 1024 spins are some 50 us). */
+#define POLL_QUERY 1024
 
 enum precise_mode { PRECISE_AUTO, PRECISE_ALWAYS, PRECISE_NEVER };
 
@@ -159,6 +164,7 @@ typedef struct cuda_state {
     /* the i that the fast kernel may have served short (flags per i of a
      * chunk, then packed for a redo) */
     unsigned char *short_flag;
+    double *least_a2; /* precision_bounds of a chunk */
     int *redo, *redo_j; /* redo_j: their j-set indices (resident path) */
     long long redone; /* i redone so far */
     double *r_h2, *r_dtr, (*r_xi)[3], (*r_vi)[3], (*r_acc)[3], (*r_jrk)[3], *r_pot;
@@ -334,6 +340,7 @@ static void cuda_close(void *state)
     free(s->redo);
     free(s->redo_j);
     free(s->short_flag);
+    free(s->least_a2);
     free(s->r_h2);
     free(s->r_dtr);
     free(s->r_xi);
@@ -478,9 +485,9 @@ static int cuda_open(void **state, int capacity, char *desc)
     s = calloc(1, sizeof *s);
     if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu)) ||
         !(s->redo = malloc(sizeof(int) * chunk)) || !(s->redo_j = malloc(sizeof(int) * chunk)) ||
-        !(s->short_flag = malloc(chunk)) || !(s->r_h2 = malloc(sizeof(double) * chunk)) ||
-        !(s->r_dtr = malloc(sizeof(double) * chunk)) || !(s->r_xi = malloc(sizeof(double[3]) * chunk)) ||
-        !(s->r_vi = malloc(sizeof(double[3]) * chunk)) || !(s->r_acc = malloc(sizeof(double[3]) * chunk)) ||
+        !(s->short_flag = malloc(chunk)) || !(s->least_a2 = malloc(sizeof(double) * chunk)) ||
+        !(s->r_h2 = malloc(sizeof(double) * chunk)) || !(s->r_dtr = malloc(sizeof(double) * chunk)) ||
+        !(s->r_xi = malloc(sizeof(double[3]) * chunk)) || !(s->r_vi = malloc(sizeof(double[3]) * chunk)) || !(s->r_acc = malloc(sizeof(double[3]) * chunk)) ||
         !(s->r_jrk = malloc(sizeof(double[3]) * chunk)) || !(s->r_pot = malloc(sizeof(double) * chunk))) {
         free(ids);
         if (s)
@@ -727,6 +734,8 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     const long long units = g->ntiles * GPUNB_CUDA_JWAYS / granule;
     CHECK(g, cudaSetDevice(g->device));
     if (s->dirty) {
+        /* a failed call's kernels may still run: their stamps must not land in this call's */
+        CHECK(g, cudaStreamSynchronize(g->stream));
         CHECK(g, cudaMemsetAsync(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK, g->stream));
         CHECK(g, cudaMemsetAsync(g->d_sync, 0, 2 * sizeof(int), g->stream));
     }
@@ -741,6 +750,8 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     /* A small call is timed by the GPU's own clock, stamped by the kernels
      * (two event records cost its critical path ~3 us of host time). */
     g->stamped_ni = fused && !single ? ni : 0;
+    if (g->stamped_ni) /* (the last call's stamps have all arrived: finish_gpu waited for them) */
+        memset(g->h_stamp, 0, sizeof(unsigned long long) * (size_t)(1 + ni));
     gpunb_cuda_force_args a = {
         .precise = precise, .min_blocks = s->min_blocks, .jpos = g->d_jpos, .jvel = g->d_jvel, .jlo = g->d_jlo,
         .ntiles = g->ntiles, .j0 = g->j0, .ipos = g->d_ibuf, .ivel = g->d_ibuf + ni_pad,
@@ -782,13 +793,55 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     return GPUNB_OK;
 }
 
+/* A spinning thread's hint to its core. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("pause");
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Wait for a small call's stamps: the first force block's and every
+ * gathering block's, each written after what that block wrote for the host
+ * (behind a system-scope fence).  Their arrival, not the stream's end, tells
+ * that the results are in: the stream's completion reaches the host some us
+ * after the last block (grid exit, the front end's fence and semaphore).
+ * Every POLL_QUERY spins the stream is asked too, so that a failed kernel is
+ * reported rather than waited for. */
+static int wait_stamps(cuda_gpu *g)
+{
+    const volatile unsigned long long *stamp = g->h_stamp;
+    int next = 0, done = 0;
+    for (unsigned spin = 1;; spin++) {
+        while (next <= g->stamped_ni && stamp[next] != 0)
+            next++;
+        if (next > g->stamped_ni)
+            break;
+        if (done) /* the stream ended without them: cannot happen unless the GPU lost a write */
+            return gpunb_fail(GPUNB_EDEVICE, "gpunb_regf: CUDA device %d finished without stamping i %d of %d",
+                              g->device, next, g->stamped_ni);
+        if (spin % POLL_QUERY == 0) {
+            const cudaError_t e = cudaStreamQuery(g->stream);
+            if (e != cudaErrorNotReady)
+                CHECK(g, e);
+            done = e == cudaSuccess;
+        }
+        cpu_relax();
+    }
+    atomic_thread_fence(memory_order_acquire); /* the results are read after the stamps */
+    return GPUNB_OK;
+}
+
 /* Wait for GPU g: its results are then in h_out. */
 static int finish_gpu(cuda_gpu *g, double *t_force)
 {
     float ms = 0.0f;
-    CHECK(g, cudaSetDevice(g->device));
-    CHECK(g, cudaStreamSynchronize(g->stream));
     if (g->stamped_ni) { /* first force block's start to the last gathering block's end */
+        const int st = wait_stamps(g);
+        if (st != GPUNB_OK)
+            return st;
         const volatile unsigned long long *stamp = g->h_stamp;
         unsigned long long end = stamp[0];
         for (int i = 1; i <= g->stamped_ni; i++)
@@ -796,6 +849,8 @@ static int finish_gpu(cuda_gpu *g, double *t_force)
         *t_force += 1e-9 * (double)(end - stamp[0]);
         return GPUNB_OK;
     }
+    CHECK(g, cudaSetDevice(g->device));
+    CHECK(g, cudaStreamSynchronize(g->stream));
     CHECK(g, cudaEventElapsedTime(&ms, g->ev_force0, g->ev_force1));
     *t_force += 1e-3 * ms;
     return GPUNB_OK;
@@ -858,6 +913,84 @@ static int chunk_launch(cuda_state *s, int ni, int limit, int precise, int membe
     return GPUNB_OK;
 }
 
+/* i's results of every busy GPU, combined in double (the lists of GPU k
+ * before those of GPU k + 1), written as gpunb_regf does. */
+static void collect_one(const cuda_state *s, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
+                        int lmax, int limit, int *list)
+{
+    double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0}, phi = 0.0;
+    long count = 0;
+    int *col = list + (size_t)i * (size_t)lmax;
+    for (int k = 0; k < s->ngpu; k++) {
+        const cuda_gpu *g = &s->gpu[k];
+        if (!g->busy)
+            continue;
+        const gpunb_cuda_result *r = results_of(g->h_out) + i;
+        for (int c = 0; c < 3; c++) {
+            a[c] += r->acc[c];
+            jk[c] += r->jrk[c];
+        }
+        phi += r->pot;
+        count += r->count < 0 ? -(long)r->count : r->count;
+    }
+    if (count > limit) {
+        col[0] = (int)-count;
+    } else {
+        int n = 0;
+        col[0] = (int)count;
+        for (int k = 0; k < s->ngpu; k++) {
+            const cuda_gpu *g = &s->gpu[k];
+            const gpunb_cuda_result *r = results_of(g->h_out) + i;
+            if (!g->busy || r->count <= 0)
+                continue;
+            memcpy(col + 1 + n, compact_of(g->h_out, ni) + r->off, sizeof(int) * (size_t)r->count);
+            n += r->count;
+        }
+    }
+    for (int c = 0; c < 3; c++) {
+        acc[i][c] = a[c];
+        jrk[i][c] = jk[c];
+    }
+    if (pot)
+        pot[i] = phi;
+}
+
+/* A stamped call on one GPU, written out i by i as the gathering blocks
+ * stamp them: the host copies the first i's results (some 60 ns each) while
+ * the GPU still gathers the others.  Then finish_gpu finds every stamp in. */
+static int collect_as_stamped(cuda_state *s, cuda_gpu *g, int ni, double (*acc)[3], double (*jrk)[3],
+                              double *pot, int lmax, int limit, int *list, double *t_force)
+{
+    const volatile unsigned long long *stamp = g->h_stamp + 1;
+    unsigned char copied[FUSED_REDUCE_NI] = {0};
+    int left = ni;
+    for (unsigned spin = 1; left > 0; spin++) {
+        for (int i = 0; i < ni; i++)
+            if (!copied[i] && stamp[i] != 0) {
+                atomic_thread_fence(memory_order_acquire); /* i's results are read after its stamp */
+                collect_one(s, i, ni, acc, jrk, pot, lmax, limit, list);
+                copied[i] = 1;
+                left--;
+            }
+        if (left > 0 && spin % POLL_QUERY == 0) {
+            const cudaError_t e = cudaStreamQuery(g->stream);
+            if (e != cudaErrorNotReady && e != cudaSuccess)
+                CHECK(g, e);
+            if (e == cudaSuccess) /* the rest are in, or wait_stamps reports them lost */
+                break;
+        }
+        if (left > 0)
+            cpu_relax();
+    }
+    const int st = finish_gpu(g, t_force);
+    if (st != GPUNB_OK)
+        return st;
+    for (int i = 0; i < ni; i++)
+        if (!copied[i])
+            collect_one(s, i, ni, acc, jrk, pot, lmax, limit, list);
+    return GPUNB_OK;
+}
+
 /* Wait for the chunk of chunk_launch and write it as gpunb_regf does. */
 static int chunk_collect(cuda_state *s, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
                          int lmax, int limit, int *list, double *t_force)
@@ -865,6 +998,8 @@ static int chunk_collect(cuda_state *s, int ni, double (*acc)[3], double (*jrk)[
     double tf = 0.0;
     int st;
 
+    if (s->ngpu == 1 && s->gpu[0].busy && s->gpu[0].stamped_ni == ni && ni < HOST_PARALLEL_NI)
+        return collect_as_stamped(s, &s->gpu[0], ni, acc, jrk, pot, lmax, limit, list, t_force);
     for (int k = 0; k < s->ngpu; k++) {
         double t = 0.0; /* GPUs run side by side: the slowest one counts */
         if (s->gpu[k].busy && (st = finish_gpu(&s->gpu[k], &t)) != GPUNB_OK)
@@ -873,59 +1008,63 @@ static int chunk_collect(cuda_state *s, int ni, double (*acc)[3], double (*jrk)[
     }
     *t_force += tf;
 
-    /* Combine in double; lists of GPU k come before those of GPU k+1. */
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
-    for (int i = 0; i < ni; i++) {
-        double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0}, phi = 0.0;
-        long count = 0;
-        int *col = list + (size_t)i * (size_t)lmax;
-        for (int k = 0; k < s->ngpu; k++) {
-            const cuda_gpu *g = &s->gpu[k];
-            if (!g->busy)
-                continue;
-            const gpunb_cuda_result *r = results_of(g->h_out) + i;
-            for (int c = 0; c < 3; c++) {
-                a[c] += r->acc[c];
-                jk[c] += r->jrk[c];
-            }
-            phi += r->pot;
-            count += r->count < 0 ? -(long)r->count : r->count;
-        }
-        if (count > limit) {
-            col[0] = (int)-count;
-        } else {
-            int n = 0;
-            col[0] = (int)count;
-            for (int k = 0; k < s->ngpu; k++) {
-                const cuda_gpu *g = &s->gpu[k];
-                const gpunb_cuda_result *r = results_of(g->h_out) + i;
-                if (!g->busy || r->count <= 0)
-                    continue;
-                memcpy(col + 1 + n, compact_of(g->h_out, ni) + r->off, sizeof(int) * (size_t)r->count);
-                n += r->count;
-            }
-        }
-        for (int c = 0; c < 3; c++) {
-            acc[i][c] = a[c];
-            jrk[i][c] = jk[c];
-        }
-        if (pot)
-            pot[i] = phi;
-    }
+    for (int i = 0; i < ni; i++)
+        collect_one(s, i, ni, acc, jrk, pot, lmax, limit, list);
     return GPUNB_OK;
 }
 
+/* The least |acc|^2 at which the fast kernel's result for i is good to
+ * 1e-6 of its force.  A float coordinate at distance R from the origin is off
+ * by up to 2^-24 R, so a pair's dx by ~1e-7 (R_i + R_j), and its term m dx /
+ * r^3 by ~4e-7 m (2 R_i / r^3 + 1 / r^2); a pair that is no neighbour has
+ * r^2 >= m h2, so the worst term is that of the lightest j.  -1: good at any
+ * force (no mass, no force); NaN: never (h2 <= 0, no neighbours: close
+ * pairs are in the sums).  Only the inputs count, so it is found while the
+ * GPU works. */
+static double least_good_a2(const cuda_state *s, double h2, const double xi[3], const double *o)
+{
+    double r2 = 0;
+    if (s->min_mass <= 0.0)
+        return -1.0;
+    if (h2 <= 0.0)
+        return NAN;
+    for (int c = 0; c < 3; c++)
+        r2 += (xi[c] - o[c]) * (xi[c] - o[c]);
+    const double mh2 = s->min_mass * h2;
+    const double least = 0.4 * s->min_mass * (2.0 * sqrt(r2) / (mh2 * sqrt(mh2)) + 1.0 / mh2);
+    return least * least;
+}
+
+/* least_good_a2 of the ni i of a chunk, into s->least_a2. */
+static void precision_bounds(cuda_state *s, int ni, const double *h2, const double (*xi)[3], const double *o)
+{
+#pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
+    for (int i = 0; i < ni; i++)
+        s->least_a2[i] = least_good_a2(s, h2[i], xi[i], o);
+}
+
+/* Whether a result of force acc may be off by more than 1e-6 of it. */
+static int short_of_precision(double least_a2, const double acc[3])
+{
+    const double a2 = acc[0] * acc[0] + acc[1] * acc[1] + acc[2] * acc[2];
+    return !(least_a2 < 0.0) && !(a2 >= least_a2);
+}
+
 /* One chunk of at most NI_CHUNK i with coordinates from the host (about o,
- * vo: see fill_ibuf). */
+ * vo: see fill_ibuf); with bounds, also their precision_bounds, found while
+ * the GPU works. */
 static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr,
                       const double (*xi)[3], const double (*vi)[3], const double *o, const double *vo,
                       double (*acc)[3], double (*jrk)[3], double *pot, int lmax, int limit, int *list,
-                      int precise, double *t_force)
+                      int precise, int bounds, double *t_force)
 {
     int st;
     fill_ibuf(s, ni, h2, dtr, xi, vi, o, vo);
     if ((st = chunk_launch(s, ni, limit, precise, 0)) != GPUNB_OK)
         return st;
+    if (bounds)
+        precision_bounds(s, ni, h2, xi, o);
     return chunk_collect(s, ni, acc, jrk, pot, lmax, limit, list, t_force);
 }
 
@@ -998,28 +1137,6 @@ static int fetch_jset_entries(cuda_state *s, int n, const int *j, double (*x)[3]
     return GPUNB_OK;
 }
 
-/* Whether the fast kernel's result for i may be off by more than 1e-6 of its
- * force.  A float coordinate at distance R from the origin is off by up to
- * 2^-24 R, so a pair's dx by ~1e-7 (R_i + R_j), and its term m dx / r^3 by
- * ~4e-7 m (2 R_i / r^3 + 1 / r^2); a pair that is no neighbour has
- * r^2 >= m h2, so the worst term is that of the lightest j. */
-static int short_of_precision(const cuda_state *s, double h2, const double xi[3], const double *o,
-                              const double acc[3])
-{
-    double r2 = 0, a2 = 0;
-    if (s->min_mass <= 0.0) /* no mass, no force */
-        return 0;
-    if (h2 <= 0.0) /* no neighbours: close pairs are in the sums */
-        return 1;
-    for (int c = 0; c < 3; c++) {
-        r2 += (xi[c] - o[c]) * (xi[c] - o[c]);
-        a2 += acc[c] * acc[c];
-    }
-    double mh2 = s->min_mass * h2;
-    double bound = 4e-7 * s->min_mass * (2.0 * sqrt(r2) / (mh2 * sqrt(mh2)) + 1.0 / mh2);
-    return !(bound <= 1e-6 * sqrt(a2));
-}
-
 static const double zero3[3] = {0.0, 0.0, 0.0};
 
 /* Redo, with the PRECISE kernel, the i of a chunk that the fast kernel may
@@ -1030,12 +1147,14 @@ static const double zero3[3] = {0.0, 0.0, 0.0};
 static int redo_precise(cuda_state *s, int ni, const double *h2, const double *dtr,
                         const double (*xi)[3], const double (*vi)[3], const double *o, const double *vo,
                         const int *j_index, double (*acc)[3], double (*jrk)[3], double *pot, int lmax,
-                        int limit, int *list, double *t_force)
+                        int limit, int *list, int bounds_ready, double *t_force)
 {
     int n = 0, st;
+    if (!bounds_ready)
+        precision_bounds(s, ni, h2, xi, o);
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
     for (int i = 0; i < ni; i++)
-        s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s, h2[i], xi[i], o, acc[i]);
+        s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s->least_a2[i], acc[i]);
     for (int i = 0; i < ni; i++)
         if (s->short_flag[i])
             s->redo[n++] = i;
@@ -1064,7 +1183,7 @@ static int redo_precise(cuda_state *s, int ni, const double *h2, const double *d
         o = vo = zero3;
     }
     st = regf_chunk(s, n, s->r_h2, s->r_dtr, (const double(*)[3])s->r_xi, (const double(*)[3])s->r_vi, o, vo,
-                    s->r_acc, s->r_jrk, s->r_pot, lmax, limit, s->r_list, 1, t_force);
+                    s->r_acc, s->r_jrk, s->r_pot, lmax, limit, s->r_list, 1, 0, t_force);
     if (st != GPUNB_OK)
         return st;
     for (int q = 0; q < n; q++) {
@@ -1123,12 +1242,13 @@ static int regf_all(cuda_state *s, int ni, const double *h2, const double *dtr, 
     for (int i0 = 0; i0 < ni && st == GPUNB_OK; i0 += chunk) {
         const int n = ni - i0 < chunk ? ni - i0 : chunk;
         const int direct = precise_directly(s, n, h2 + i0);
+        const int redo = !direct && s->precise_mode == PRECISE_AUTO;
         int *cols = list + (size_t)i0 * (size_t)lmax;
         st = regf_chunk(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, o, vo, acc + i0, jrk + i0,
-                        pot ? pot + i0 : NULL, lmax, limit, cols, direct, t_force);
-        if (st == GPUNB_OK && !direct && s->precise_mode == PRECISE_AUTO)
+                        pot ? pot + i0 : NULL, lmax, limit, cols, direct, redo, t_force);
+        if (st == GPUNB_OK && redo)
             st = redo_precise(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, o, vo, NULL, acc + i0, jrk + i0,
-                              pot ? pot + i0 : NULL, lmax, limit, cols, t_force);
+                              pot ? pot + i0 : NULL, lmax, limit, cols, 1, t_force);
     }
     s->dirty = st != GPUNB_OK;
     *t_gather = nb6_clock() - t0 - *t_force;
@@ -1406,7 +1526,7 @@ static int cuda_regf_finish(void *state, double (*acc)[3], double (*jrk)[3], dou
             predict_pending_on_host(s);
         st = redo_precise(s, ni, s->p_h2, s->p_dtr, (const double(*)[3])s->p_xi, (const double(*)[3])s->p_vi,
                           fetched ? zero3 : s->origin, fetched ? zero3 : s->vorigin, fetched ? NULL : s->p_jidx,
-                          acc, jrk, pot, lmax, limit, list, t_force);
+                          acc, jrk, pot, lmax, limit, list, 0, t_force);
     }
     s->dirty = st != GPUNB_OK;
     *t_gather = nb6_clock() - t0;

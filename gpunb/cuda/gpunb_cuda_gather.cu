@@ -30,7 +30,10 @@ gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, i
 #endif
     gather_one<REDUCE, 2>(blockIdx.x, nbcount, nblist, cap, limit, compact, result, partial, nslices, ni_pad, sm);
     if (stamp_done) {
-        __syncthreads(); /* every thread's part of i is written */
+        /* The host reads i's results once it sees the stamp (wait_stamps):
+         * every thread's writes to host memory go before it. */
+        __threadfence_system();
+        __syncthreads();
         if (threadIdx.x == 0)
             stamp_done[blockIdx.x] = gpu_clock_ns();
     }

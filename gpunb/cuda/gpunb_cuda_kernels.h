@@ -85,9 +85,10 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nsli
  * the slices_inner layout of the force kernel), also do what
  * gpunb_cuda_launch_reduce does (one launch for small ni).  With stamp_done
  * set, stamp_done[i] = the GPU clock (%globaltimer, ns) at the end of i's
- * block.  With pdl set
- * (compute capability 9.0 and later), a programmatic dependent launch on the
- * force kernel just before it in the stream (nothing in between). */
+ * block, written after i's results are visible to the host (a host that
+ * sees the stamp may read them).  With pdl set (compute capability 9.0 and
+ * later), a programmatic dependent launch on the force kernel just before it
+ * in the stream (nothing in between). */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist, int cap,
                                                   int ni, int limit, int *compact,
                                                   gpunb_cuda_result *result, const float *partial,
