@@ -7,7 +7,7 @@
 !> divides it.
 module ac_blocks
   use, intrinsic :: iso_fortran_env, only: int64
-  use ac_state, only: dp, n, smax, own, step_at, maxlevel, ascending_fraction, rebuild_fraction, regdue
+  use ac_state, only: dp, n, smax, step, maxlevel, ascending_fraction, rebuild_fraction, regdue
   use ac_clock, only: wall_seconds
   implicit none
   private
@@ -344,7 +344,7 @@ contains
     counts = 0
     bad = .false.
     do i = lo, hi
-      bits = transfer(own(step_at,i), 0_int64)
+      bits = transfer(step(i), 0_int64)
       l = top - int(shiftr(bits, 52))
       bad = bad .or. iand(bits, mantissa) /= 0 .or. l < 1 .or. l > maxlevel
       l = min(max(l, 1), maxlevel)
@@ -389,10 +389,10 @@ contains
   function checked_level(i) result(l)
     integer, intent(in) :: i
     integer :: l
-    l = level_of(own(step_at,i))
+    l = level_of(step(i))
     ! A power of two has no mantissa bits (FRACTION = 0.5).
-    if (l < 1 .or. l > maxlevel .or. iand(transfer(own(step_at,i), 0_int64), mantissa) /= 0) then
-      write(*, '(a,i0,a,es12.4,a,es12.4)') 'plummer_ac: step of body ', i, ' = ', own(step_at,i), &
+    if (l < 1 .or. l > maxlevel .or. iand(transfer(step(i), 0_int64), mantissa) /= 0) then
+      write(*, '(a,i0,a,es12.4,a,es12.4)') 'plummer_ac: step of body ', i, ' = ', step(i), &
           ' is not a power of two in [smax/2**59, smax], smax = ', smax
       stop 3
     end if

@@ -77,27 +77,27 @@ contains
     ! One division for the six of D2, D3 (they feed only the step criterion).
     rdt = 1.0_dp / dt
     rdt2 = rdt * rdt
-    df = own(fi_0+1:fi_0+3,i) - firr
-    call hermite_coefficients(df, own(fidot_0+1:fidot_0+3,i), fd, dt, at3, bt2)
+    df = fi(:,i) - firr
+    call hermite_coefficients(df, fidot(:,i), fd, dt, at3, bt2)
     do k = 1, 3
       x0(k,i) = xp(k) + (0.6_dp * at3(k) + bt2(k)) * dtsq * one12
       x0dot(k,i) = vp(k) + (0.75_dp * at3(k) + bt2(k)) * dt * one3
-      own(fi_0+k,i) = firr(k)
-      own(fidot_0+k,i) = fd(k)
+      fi(k,i) = firr(k)
+      fidot(k,i) = fd(k)
       d2i(k) = (3.0_dp * at3(k) + bt2(k)) * (2.0_dp * rdt2)
       d3i(k) = at3(k) * (6.0_dp * rdt2 * rdt)
     end do
     t0(i) = time
 
     ! Total force in the criterion, irregular derivatives (Makino & Aarseth 1992).
-    fdum = firr + own(fr_0+1:fr_0+3,i)
+    fdum = firr + fr(:,i)
     ttmp = tstep(fdum, fd, d2i, d3i, eta_i)
     ! Jun Makino's convergence test against over-shooting on large steps.
     if (ttmp > stepj) then
       dv2 = sum((vp - x0dot(:,i))**2)
       f2 = sum(firr**2)
       if (dv2 > 0) then
-        dtj = makino_bound(1.0e-6_dp * own(step_at,i)**2 * f2 / dv2, own(step_at,i))
+        dtj = makino_bound(1.0e-6_dp * step(i)**2 * f2 / dv2, step(i))
         ttmp = min(ttmp, dtj)
       end if
     end if
@@ -105,31 +105,31 @@ contains
 
     ! Double only where the block time allows it (up to 4x for a step far
     ! too small), halve once or twice, else keep.
-    if (ttmp > 2.0_dp * own(step_at,i)) then
-      if (is_multiple(time, 2.0_dp * own(step_at,i))) then
-        ttmp = min(2.0_dp * own(step_at,i), smax)
+    if (ttmp > 2.0_dp * step(i)) then
+      if (is_multiple(time, 2.0_dp * step(i))) then
+        ttmp = min(2.0_dp * step(i), smax)
         if (dt0 > 10.0_dp * ttmp .and. is_multiple(time, 2.0_dp * ttmp)) &
             ttmp = min(2.0_dp * ttmp, smax)
       else
-        ttmp = own(step_at,i)
+        ttmp = step(i)
       end if
-    else if (ttmp < own(step_at,i)) then
-      ttmp = 0.5_dp * own(step_at,i)
+    else if (ttmp < step(i)) then
+      ttmp = 0.5_dp * step(i)
       if (ttmp > dt0) ttmp = 0.5_dp * ttmp
     else
-      ttmp = own(step_at,i)
+      ttmp = step(i)
     end if
     ! Irregular steps never pass the next regular time.
-    own(step_at,i) = min(ttmp, own(stepr_at,i))
+    step(i) = min(ttmp, stepr(i))
 
     if (.not. regular_due) then
-      dtr = time - own(t0r_at,i)
+      dtr = time - t0r(i)
       do k = 1, 3
-        f(k,i) = 0.5_dp * (own(frdot_0+k,i) * dtr + own(fr_0+k,i) + firr(k))
-        fdot(k,i) = (own(frdot_0+k,i) + fd(k)) / 6.0_dp
+        f(k,i) = 0.5_dp * (frdot(k,i) * dtr + fr(k,i) + firr(k))
+        fdot(k,i) = (frdot(k,i) + fd(k)) / 6.0_dp
       end do
       ! regular_correct sets it for a due body.
-      regdue(i) = time + own(step_at,i) >= own(t0r_at,i) + own(stepr_at,i)
+      regdue(i) = time + step(i) >= t0r(i) + stepr(i)
     end if
   end subroutine irregular_correct
 
@@ -151,7 +151,7 @@ contains
 
     freg = freg_in
     fdr = fdr_in
-    dtr = time - own(t0r_at,i)
+    dtr = time - t0r(i)
     nb = list(1)
     call neighbour_sphere(i, xi, xidot, dtr, nb, nnb0, list)
 
@@ -160,12 +160,12 @@ contains
     dt2 = 2.0_dp / dtsq
     dtsq12 = one12 * dtsq
     dtr13 = one3 * dtr
-    own(t0r_at,i) = time
+    t0r(i) = time
 
     ! Suppress the corrector when a long regular step meets a wild change
     ! of the irregular derivative (GPUCOR).
-    if (dtr > 100.0_dp * own(step_at,i)) then
-      dfd2 = sum((own(fidot_0+1:fidot_0+3,i) - fd)**2)
+    if (dtr > 100.0_dp * step(i)) then
+      dfd2 = sum((fidot(:,i) - fd)**2)
       fdr2 = sum(fdr**2)
       if (dfd2 > 1.0e6_dp * fdr2) then
         dtr13 = 0
@@ -175,18 +175,18 @@ contains
 
     do k = 1, 3
       ! Regular force difference over the step in the old neighbour split.
-      dfr(k) = own(fr_0+k,i) - (firr(k) - own(fi_0+k,i)) - freg(k)
-      fdr0(k) = fdr(k) - (own(fidot_0+k,i) - fd(k))
+      dfr(k) = fr(k,i) - (firr(k) - fi(k,i)) - freg(k)
+      fdr0(k) = fdr(k) - (fidot(k,i) - fd(k))
     end do
-    call hermite_coefficients(dfr, own(frdot_0+1:frdot_0+3,i), fdr0, dtr, at3, bt2)
+    call hermite_coefficients(dfr, frdot(:,i), fdr0, dtr, at3, bt2)
     do k = 1, 3
       x0(k,i) = x0(k,i) + (0.6_dp * at3(k) + bt2(k)) * dtsq12
       x0dot(k,i) = x0dot(k,i) + (0.75_dp * at3(k) + bt2(k)) * dtr13
-      own(fi_0+k,i) = firr(k)
-      own(fr_0+k,i) = freg(k)
+      fi(k,i) = firr(k)
+      fr(k,i) = freg(k)
       f(k,i) = 0.5_dp * (freg(k) + firr(k))
-      own(fidot_0+k,i) = fd(k)
-      own(frdot_0+k,i) = fdr(k)
+      fidot(k,i) = fd(k)
+      frdot(k,i) = fdr(k)
       fdot(k,i) = (fdr(k) + fd(k)) / 6.0_dp
       d2ri(k) = (3.0_dp * at3(k) + bt2(k)) * dt2
       d3ri(k) = at3(k) * dt6
@@ -196,19 +196,19 @@ contains
     fr2 = sum(freg**2)
     ttmp = tstep(freg, fdr, d2ri, d3ri, eta_r)
     dt0 = ttmp
-    if (ttmp > 2.0_dp * own(stepr_at,i)) then
+    if (ttmp > 2.0_dp * stepr(i)) then
       if (is_multiple(time, 2.0_dp * dtr)) then
         ttmp = min(2.0_dp * dtr, smax)
         if (dt0 > 10.0_dp * ttmp .and. is_multiple(time, 2.0_dp * ttmp)) &
             ttmp = min(2.0_dp * ttmp, smax)
       else
-        ttmp = own(stepr_at,i)
+        ttmp = stepr(i)
       end if
     else if (ttmp < dtr) then
       ttmp = 0.5_dp * dtr
       if (ttmp > dt0) ttmp = 0.5_dp * ttmp
     else
-      ttmp = own(stepr_at,i)
+      ttmp = stepr(i)
     end if
 
     ! Makino's convergence test before a large increase.
@@ -223,16 +223,16 @@ contains
     if (dt0 < 0.01_dp * ttmp) then
       dv2 = sum((xidot - x0dot(:,i))**2)
       vi2 = sum(xidot**2)
-      if (dv2 > 0.01_dp * vi2) own(step_at,i) = own(step_at,i) / 8.0_dp
+      if (dv2 > 0.01_dp * vi2) step(i) = step(i) / 8.0_dp
     end if
 
-    own(stepr_at,i) = ttmp
-    do while (own(step_at,i) > own(stepr_at,i))
-      own(step_at,i) = 0.5_dp * own(step_at,i)
+    stepr(i) = ttmp
+    do while (step(i) > stepr(i))
+      step(i) = 0.5_dp * step(i)
     end do
     ! A body that had no neighbours gets a careful first irregular step.
-    if (nnb0 == 0 .and. nb > 0) own(step_at,i) = 0.25_dp * own(step_at,i)
-    regdue(i) = t0(i) + own(step_at,i) >= own(t0r_at,i) + own(stepr_at,i)
+    if (nnb0 == 0 .and. nb > 0) step(i) = 0.25_dp * step(i)
+    regdue(i) = t0(i) + step(i) >= t0r(i) + stepr(i)
   end subroutine regular_correct
 
   !> Move RS towards the neighbour number NBODY6 aims at (GPUCOR): a target

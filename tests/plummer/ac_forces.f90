@@ -131,7 +131,7 @@ contains
     do ll = 1, ni
       i = idx(ll)
       h2i(ll) = rs(i)**2 / bodym
-      dtr(ll) = merge(own(stepr_at,i), 0.0_dp, use_steps)
+      dtr(ll) = merge(stepr(i), 0.0_dp, use_steps)
       if (.not. async) then
         xi(:,ll) = x(:,i)
         vi(:,ll) = xdot(:,i)
@@ -302,7 +302,7 @@ contains
     time = 0
     x = x0; xdot = x0dot
     f = 0; fdot = 0
-    t0 = 0; tpred = 0; own = 0
+    t0 = 0; t0r = 0; tpred = 0; stepr = 0; step = 0
     allocate(all(n), nb_start(n + 1))
     all = [(i, i = 1, n)]
 
@@ -335,8 +335,8 @@ contains
       call gpuirr_firr_vec(nn, all(j0 + 1:), gf, gfd)
       do ll = 1, ni
         i = all(j0 + ll)
-        own(fr_0+1:fr_0+3,i) = gacc(:,ll); own(frdot_0+1:frdot_0+3,i) = gjrk(:,ll)
-        own(fi_0+1:fi_0+3,i) = gf(:,ll); own(fidot_0+1:fidot_0+3,i) = gfd(:,ll)
+        fr(:,i) = gacc(:,ll); frdot(:,i) = gjrk(:,ll)
+        fi(:,i) = gf(:,ll); fidot(:,i) = gfd(:,ll)
         nb_start(i) = p
         if (p + nnb(i) > size(nb_flat)) call grow(nb_flat, p + nnb(i) + n)
         nb_flat(p:p + nnb(i) - 1) = listgp(2:nnb(i) + 1, ll)
@@ -345,20 +345,20 @@ contains
     end do
     nb_start(n + 1) = p
     do i = 1, n
-      f(:,i) = own(fi_0+1:fi_0+3,i) + own(fr_0+1:fr_0+3,i)
-      fdot(:,i) = own(fidot_0+1:fidot_0+3,i) + own(frdot_0+1:frdot_0+3,i)
+      f(:,i) = fi(:,i) + fr(:,i)
+      fdot(:,i) = fidot(:,i) + frdot(:,i)
     end do
 
     call second_third_derivatives(nb_start, nb_flat)
 
     ! STEPS: both criteria, truncated to a power of two; STEP <= STEPR.
     do i = 1, n
-      fdum = own(fi_0+1:fi_0+3,i) + own(fr_0+1:fr_0+3,i)
-      dt = tstep(fdum, own(fidot_0+1:fidot_0+3,i), d2(:,i), d3(:,i), eta_i)
-      dtrn = tstep(own(fr_0+1:fr_0+3,i), own(frdot_0+1:frdot_0+3,i), d2r(:,i), d3r(:,i), eta_r)
-      own(stepr_at,i) = block_step_below(dtrn, smax)
-      own(step_at,i) = min(block_step_below(dt, smax), own(stepr_at,i))
-      regdue(i) = own(step_at,i) >= own(stepr_at,i)
+      fdum = fi(:,i) + fr(:,i)
+      dt = tstep(fdum, fidot(:,i), d2(:,i), d3(:,i), eta_i)
+      dtrn = tstep(fr(:,i), frdot(:,i), d2r(:,i), d3r(:,i), eta_r)
+      stepr(i) = block_step_below(dtrn, smax)
+      step(i) = min(block_step_below(dt, smax), stepr(i))
+      regdue(i) = step(i) >= stepr(i)
       do k = 1, 3
         f(k,i) = 0.5_dp * f(k,i)
         fdot(k,i) = fdot(k,i) / 6.0_dp

@@ -209,7 +209,7 @@ contains
         if (r < 0) r = ngpu - r
       end if
       call predict_body(i, xp, vp)
-      sold = own(step_at,i)
+      sold = step(i)
       if (nreg > 0) then
         x(:,i) = xp
         xdot(:,i) = vp
@@ -221,7 +221,7 @@ contains
       nbs = nbs + nnb(i)
       if (nreg == 0) then
         call send_particle(i)
-        moved(k) = own(step_at,i) /= sold
+        moved(k) = step(i) /= sold
         if (moved(k)) nmoved = nmoved + 1
       end if
     end do
@@ -255,7 +255,7 @@ contains
       do k = 1, nact
         if (k + prefetch_ahead <= nact .and. prefetch_ahead > 0) call prefetch_body(act(k + prefetch_ahead))
         call send_particle(act(k))
-        moved(k) = own(step_at,act(k)) /= step_old(k)
+        moved(k) = step(act(k)) /= step_old(k)
         if (moved(k)) nmoved = nmoved + 1
       end do
       !$omp end parallel do

@@ -5,7 +5,7 @@
 !> D3R are full derivatives.  No regularisation: IFIRST = 1, NTOT = N.
 module ac_state
   use, intrinsic :: iso_fortran_env, only: real64, int64
-  use, intrinsic :: iso_c_binding, only: c_ptr, c_int, c_loc, c_intptr_t
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_int, c_loc
   implicit none
   public
 
@@ -68,25 +68,13 @@ module ac_state
   real(dp), allocatable, target :: x0(:,:), x0dot(:,:)    ! corrected state at T0
   real(dp), allocatable :: x(:,:), xdot(:,:)              ! predicted state at TPRED
   real(dp), allocatable, target :: f(:,:), fdot(:,:)      ! acc/2, jerk/6 at T0
-  !> What only the driver reads of a body, in one 128-byte row per body
-  !> (OWN_ROW doubles, cache-line aligned): NBODY6's FI(K,I) is OWN(FI_0+K,I),
-  !> FIDOT, FR, FRDOT (regular force and derivative at T0R) likewise, and
-  !> T0R(I), STEP(I), STEPR(I) are OWN(T0R_AT,I), OWN(STEP_AT,I) and
-  !> OWN(STEPR_AT,I).  An irregular step then touches two lines of it, not a
-  !> line in each of seven arrays: a block's members are sparse, so their
-  !> rows rarely share lines (64k Plummer run, irregular corrector 8 % faster,
-  !> session 21).  X0, X0DOT, F, FDOT, T0 and BODY stay arrays of their own:
-  !> CXVPRED, GPUPOT and GPUNB_SEND take them whole.
-  integer, parameter :: fi_0 = 0, fidot_0 = 3, fr_0 = 6, frdot_0 = 9
-  integer, parameter :: t0r_at = 13, step_at = 14, stepr_at = 15
-  integer, parameter :: own_row = 16
-  real(dp), pointer, contiguous :: own(:,:) => null()
-  real(dp), allocatable, target, private :: own_store(:)   ! own's memory, with room to align it
+  real(dp), allocatable, target :: fi(:,:), fidot(:,:)    ! irregular force, derivative
+  real(dp), allocatable, target :: fr(:,:), frdot(:,:)    ! regular force, derivative (at T0R)
   ! Irregular and regular 2nd, 3rd derivatives at time 0 (FPOLY2, for the
   ! first steps); the correctors keep theirs local (only the criterion reads them).
   real(dp), allocatable :: d2(:,:), d3(:,:)
   real(dp), allocatable :: d2r(:,:), d3r(:,:)
-  real(dp), allocatable, target :: t0(:), tpred(:)
+  real(dp), allocatable, target :: t0(:), t0r(:), step(:), stepr(:), tpred(:)
   !> Body i's next irregular step ends at its regular time (NBODY6's test
   !> TNEW >= T0R + STEPR, made by the corrector while the body is in cache):
   !> the scheduler reads this one byte per member (64 KiB at 64k, cache-
@@ -125,23 +113,10 @@ contains
     integer, intent(in) :: nbodies
     n = nbodies
     allocate(body(n), x0(3,n), x0dot(3,n), x(3,n), xdot(3,n), f(3,n), fdot(3,n))
-    allocate(d2(3,n), d3(3,n), d2r(3,n), d3r(3,n))
-    allocate(t0(n), tpred(n), regdue(n), rs(n), nnb(n))
-    call allocate_rows()
+    allocate(fi(3,n), fidot(3,n), fr(3,n), frdot(3,n), d2(3,n), d3(3,n), d2r(3,n), d3r(3,n))
+    allocate(t0(n), t0r(n), step(n), stepr(n), tpred(n), regdue(n), rs(n), nnb(n))
     call register_prefetch()
   end subroutine state_allocate
-
-  !> OWN on a 64-byte boundary, so that each row fills two cache lines
-  !> (malloc aligns to 16 bytes only).
-  subroutine allocate_rows()
-    integer(c_intptr_t) :: address
-    integer :: skip
-    allocate(own_store(own_row * n + 8))
-    address = transfer(c_loc(own_store), address)
-    skip = int(modulo(-address, 64_c_intptr_t) / 8)
-    own(1:own_row, 1:n) => own_store(skip + 1:skip + own_row * n)
-    own = 0
-  end subroutine allocate_rows
 
   !> What one irregular step of a member reads and writes (predict_body,
   !> irregular_correct, send_particle, the scheduler's REGDUE and NNB), for
@@ -155,8 +130,11 @@ contains
     call ac_prefetch_clear()
     call add(c_loc(body), storage_size(body)); call add(c_loc(x0), 3 * storage_size(x0))
     call add(c_loc(x0dot), 3 * storage_size(x0dot)); call add(c_loc(f), 3 * storage_size(f))
-    call add(c_loc(fdot), 3 * storage_size(fdot)); call add(c_loc(own), own_row * storage_size(own))
-    call add(c_loc(t0), storage_size(t0)); call add(c_loc(regdue), storage_size(regdue))
+    call add(c_loc(fdot), 3 * storage_size(fdot)); call add(c_loc(fi), 3 * storage_size(fi))
+    call add(c_loc(fidot), 3 * storage_size(fidot)); call add(c_loc(fr), 3 * storage_size(fr))
+    call add(c_loc(frdot), 3 * storage_size(frdot)); call add(c_loc(t0), storage_size(t0))
+    call add(c_loc(t0r), storage_size(t0r)); call add(c_loc(step), storage_size(step))
+    call add(c_loc(stepr), storage_size(stepr)); call add(c_loc(regdue), storage_size(regdue))
     call add(c_loc(nnb), storage_size(nnb))
   contains
     subroutine add(base, bits)
@@ -187,9 +165,8 @@ contains
 
   subroutine state_free()
     if (allocated(body)) then
-      deallocate(body, x0, x0dot, x, xdot, f, fdot, own_store, d2, d3, d2r, d3r)
-      deallocate(t0, tpred, regdue, rs, nnb)
-      nullify(own)
+      deallocate(body, x0, x0dot, x, xdot, f, fdot, fi, fidot, fr, frdot, d2, d3, d2r, d3r)
+      deallocate(t0, t0r, step, stepr, tpred, regdue, rs, nnb)
     end if
     n = 0
     time = 0
