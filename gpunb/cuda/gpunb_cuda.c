@@ -8,8 +8,10 @@
  * (sorted lists; for small NI one kernel does both, or with the single
  * launch the force kernel itself after a grid-wide barrier), which write the
  * NI result records and the sorted lists behind them straight into pinned
- * host memory (no download to wait for); then one synchronisation per GPU
- * and the sum over GPUs in double on the host.  The j-set is split over the
+ * host memory (no download to wait for); then one wait per GPU (for NI <=
+ * 256 on the gathering blocks' stamps in mapped memory, with each i copied
+ * out as it lands; else a stream synchronisation) and the sum over GPUs in
+ * double on the host.  The j-set is split over the
  * GPUs in contiguous ranges, so their lists concatenate in ascending order.
  *
  * Extended path (gpunb_predict, gpunb_regf_start/finish): each GPU keeps the
