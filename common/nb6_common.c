@@ -68,11 +68,41 @@ int nb6_max_threads(void)
 #endif
 }
 
+/* Blocks of the check loops below: a vectorised pass over a block, then a
+ * value-by-value search only in a block that fails.  A search with an exit
+ * per value does not vectorise; it took 130-240 us for the 458 752 values of
+ * a 64k gpunb_send, each time NBODY6 sends its j-set. */
+enum { CHECK_BLOCK = 2048 };
+
 long nb6_first_nonfinite(const double *v, long n)
 {
-    for (long k = 0; k < n; k++)
-        if (!isfinite(v[k]))
-            return k;
+    for (long b = 0; b < n; b += CHECK_BLOCK) {
+        const long e = b + CHECK_BLOCK < n ? b + CHECK_BLOCK : n;
+        double s = 0.0; /* v - v: 0 for a finite v, NaN otherwise */
+#pragma omp simd reduction(+ : s)
+        for (long k = b; k < e; k++)
+            s += v[k] - v[k];
+        if (s != 0.0)
+            for (long k = b; k < e; k++)
+                if (!isfinite(v[k]))
+                    return k;
+    }
+    return -1;
+}
+
+long nb6_first_negative(const double *v, long n)
+{
+    for (long b = 0; b < n; b += CHECK_BLOCK) {
+        const long e = b + CHECK_BLOCK < n ? b + CHECK_BLOCK : n;
+        int any = 0;
+#pragma omp simd reduction(| : any)
+        for (long k = b; k < e; k++)
+            any |= v[k] < 0.0;
+        if (any)
+            for (long k = b; k < e; k++)
+                if (v[k] < 0.0)
+                    return k;
+    }
     return -1;
 }
 

@@ -47,6 +47,9 @@ NB6_INTERNAL void nb6_check_openmp_runtime(const char *library);
 /* Index of the first non-finite value in v[0..n-1], or -1. */
 NB6_INTERNAL long nb6_first_nonfinite(const double *v, long n);
 
+/* Index of the first value below zero in v[0..n-1] (finite ones), or -1. */
+NB6_INTERNAL long nb6_first_negative(const double *v, long n);
+
 /* Whether a particle's state (three 3-vectors and two scalars, the 14
  * values a set-particle call takes) is all finite: v - v is 0 for a finite
  * v and NaN otherwise, so one sum answers without a call or a branch per

@@ -366,9 +366,8 @@ int gpunb_send(gpunb *nb, int nj, const double *m, const double (*x)[3], const d
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_send: a NULL array (m, x or v)");
     if ((k = nb6_first_nonfinite(m, nj)) >= 0)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_send: m[%ld] = %g is not finite", k, m[k]);
-    for (k = 0; k < nj; k++)
-        if (m[k] < 0.0)
-            return gpunb_fail(GPUNB_EUSAGE, "gpunb_send: m[%ld] = %g is negative", k, m[k]);
+    if ((k = nb6_first_negative(m, nj)) >= 0)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_send: m[%ld] = %g is negative", k, m[k]);
     if ((st = check_rows("gpunb_send", "x", x, nj)) || (st = check_rows("gpunb_send", "v", v, nj)))
         return st;
 

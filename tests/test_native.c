@@ -5,12 +5,59 @@
 #include "testlib.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static void expect_status(int got, int want, const char *msg, const char *needle, const char *what)
 {
     if (TL_CHECK(got == want, "%s: status %d, expected %d (%s)", what, got, want, msg) && needle)
         TL_CHECK(strstr(msg, needle) != NULL, "%s: message \"%s\" lacks \"%s\"", what, msg, needle);
+}
+
+/* gpunb_send's checks scan the j-set in blocks of 2048 values (a vectorised
+ * pass, then a search in a block that fails): bad values on either side of
+ * block edges and in the last, partial block must still be named exactly. */
+static void send_names_bad_values(void)
+{
+    enum { N = 10000 };
+    static double m[N], x[N][3], v[N][3];
+    gpunb *h = NULL;
+    char want[96];
+    for (int j = 0; j < N; j++) {
+        m[j] = 1.0 / N;
+        for (int k = 0; k < 3; k++) {
+            x[j][k] = 2.0 * tl_uniform() - 1.0;
+            v[j][k] = 2.0 * tl_uniform() - 1.0;
+        }
+    }
+    if (!TL_CHECK(gpunb_open(&h, N, GPUNB_BACKEND_REFERENCE) == GPUNB_OK, "open: %s", gpunb_last_error()))
+        return;
+    /* flat indices of x: 2047 is x[682][1], 2048 x[682][2]; 29999 is the last */
+    static const long flat[] = {0, 2047, 2048, 4095, 6144, 29999};
+    for (size_t q = 0; q < sizeof flat / sizeof flat[0]; q++) {
+        const long j = flat[q] / 3, k = flat[q] % 3;
+        const double keep = x[j][k];
+        x[j][k] = q % 2 ? NAN : -INFINITY;
+        snprintf(want, sizeof want, "x[%ld][%ld] = %s", j, k, q % 2 ? "nan" : "-inf");
+        expect_status(gpunb_send(h, N, m, (const double(*)[3])x, (const double(*)[3])v), GPUNB_EUSAGE,
+                      gpunb_last_error(), want, "gpunb_send with a bad position past a block edge");
+        x[j][k] = keep;
+    }
+    static const long bad_m[] = {2047, 2048, 9999};
+    for (size_t q = 0; q < sizeof bad_m / sizeof bad_m[0]; q++) {
+        m[bad_m[q]] = -0.25;
+        snprintf(want, sizeof want, "m[%ld] = -0.25 is negative", bad_m[q]);
+        expect_status(gpunb_send(h, N, m, (const double(*)[3])x, (const double(*)[3])v), GPUNB_EUSAGE,
+                      gpunb_last_error(), want, "gpunb_send with a negative mass past a block edge");
+        m[bad_m[q]] = INFINITY;
+        snprintf(want, sizeof want, "m[%ld] = inf is not finite", bad_m[q]);
+        expect_status(gpunb_send(h, N, m, (const double(*)[3])x, (const double(*)[3])v), GPUNB_EUSAGE,
+                      gpunb_last_error(), want, "gpunb_send with an infinite mass past a block edge");
+        m[bad_m[q]] = 1.0 / N;
+    }
+    TL_CHECK(gpunb_send(h, N, m, (const double(*)[3])x, (const double(*)[3])v) == GPUNB_OK,
+             "send after the bad values were restored: %s", gpunb_last_error());
+    gpunb_close(h);
 }
 
 int main(void)
@@ -75,6 +122,7 @@ int main(void)
     gpunb_close(a);
     gpunb_close(b);
     gpunb_close(NULL);
+    send_names_bad_values();
 
     expect_status(gpuirr_open(&g, 0, 10), GPUIRR_EUSAGE, gpuirr_last_error(), "nmax = 0", "gpuirr_open nmax 0");
     TL_CHECK(gpuirr_open(&g, 50, 10) == GPUIRR_OK, "gpuirr_open: %s", gpuirr_last_error());

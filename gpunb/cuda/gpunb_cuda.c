@@ -572,14 +572,17 @@ static double on_grid(double c, double spread, int shift)
 static void choose_origin(cuda_state *s, int nj, const double *m, const double *x, const double *v,
                           size_t mstride, size_t stride)
 {
-    double mt = 0, sx = 0, sv = 0, cx[3] = {0, 0, 0}, cv[3] = {0, 0, 0}, min_mass = 0.0;
+    double mt = 0, sx = 0, sv = 0, cx[3] = {0, 0, 0}, cv[3] = {0, 0, 0}, min_mass = INFINITY;
     for (int pass = 0; pass < 2 && !(mt > 0.0); pass++) { /* pass 1: a massless set, weight 1 */
         double mt_ = 0, sx_ = 0, sv_ = 0, x0 = 0, x1 = 0, x2 = 0, v0 = 0, v1 = 0, v2 = 0;
-#pragma omp parallel for if (nj > 16384) schedule(static) reduction(+ : mt_, sx_, sv_, x0, x1, x2, v0, v1, v2)
+#pragma omp parallel for if (nj > 16384) schedule(static) reduction(+ : mt_, sx_, sv_, x0, x1, x2, v0, v1, v2) \
+    reduction(min : min_mass)
         for (int j = 0; j < nj; j++) {
             const double w = pass ? 1.0 : m[j * mstride];
             if (w == 0.0) /* a ghost far away: not even 0 * inf */
                 continue;
+            if (!pass && w < min_mass) /* the lightest j with mass */
+                min_mass = w;
             const double *xj = x + j * stride, *vj = v + j * stride;
             mt_ += w;
             x0 += w * xj[0];
@@ -606,10 +609,7 @@ static void choose_origin(cuda_state *s, int nj, const double *m, const double *
         s->origin[c] = on_grid(cx[c], rx, 4);
         s->vorigin[c] = on_grid(cv[c], rv, 2);
     }
-    for (int j = 0; j < nj; j++)
-        if (m[j * mstride] > 0.0 && (min_mass == 0.0 || m[j * mstride] < min_mass))
-            min_mass = m[j * mstride];
-    s->min_mass = min_mass;
+    s->min_mass = min_mass < INFINITY ? min_mass : 0.0;
 }
 
 /* The j-set split over the GPUs in contiguous whole tiles. */
