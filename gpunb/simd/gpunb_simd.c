@@ -122,7 +122,7 @@ static int simd_send(void *state, int nj, const double *m, const double (*x)[3],
     simd_state *s = state;
     gpunb_simd_jset *js = &s->js;
     int njpad = (nj + GPUNB_SIMD_PAD - 1) / GPUNB_SIMD_PAD * GPUNB_SIMD_PAD;
-#pragma omp parallel for schedule(static) if (nj > 65536)
+#pragma omp parallel for schedule(static) if (nj > 4096)
     for (int j = 0; j < njpad; j++) {
         int real = j < nj;
         for (int k = 0; k < 3; k++) {
