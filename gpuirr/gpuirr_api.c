@@ -175,7 +175,12 @@ int gpuirr_set_list(gpuirr *g, int addr, int n, const int *members)
                            n, addr, g->lmax - 1);
     if (n > 0 && !members)
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_set_list: members is NULL for particle %d", addr);
-    for (int e = 0; e < n; e++) {
+    /* One pass that vectorises (10^7 lists a run, of ~100 members); the
+     * culprit is looked for only when it finds one. */
+    int bad = 0;
+    for (int e = 0; e < n; e++)
+        bad |= (members[e] == addr) | (members[e] < 1) | (members[e] > g->nmax);
+    for (int e = 0; bad && e < n; e++) {
         int j = members[e];
         if (j == addr)
             return gpuirr_fail(GPUIRR_EUSAGE,

@@ -129,6 +129,8 @@ int main(void)
     printf("GPUIRR kernel: %s\n", gpuirr_kernel_name(g));
     expect_status(gpuirr_set_list(g, 3, 2, (int[]){4, 51}), GPUIRR_EUSAGE, gpuirr_last_error(),
                   "is 51, outside 1..50", "list member beyond capacity");
+    expect_status(gpuirr_set_list(g, 3, 3, (int[]){4, 7, 0}), GPUIRR_EUSAGE, gpuirr_last_error(),
+                  "member 3 of particle 3's list is 0, outside 1..50", "list member 0 (the lists are 1-based)");
     expect_status(gpuirr_predict_all(g, 1, 51, 0.0), GPUIRR_EUSAGE, gpuirr_last_error(),
                   "last = 51 is outside 1..50", "predict_all beyond capacity");
     double z[3] = {0, 0, 0}, bad[3] = {0, NAN, 0};
