@@ -762,7 +762,14 @@ int gpunb_set_list(gpunb *nb, int j, int n, const int *members)
                           n, j, nb->irr_lmax - 1);
     if (n > 0 && !members)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_set_list: members is NULL for n = %d (j-particle %d)", n, j);
-    for (int k = 0; k < n; k++) {
+    /* Passes that vectorise (one list per regular step); the culprit is
+     * looked for only when one of them finds one. */
+    int bad = 0;
+    for (int k = 0; k < n; k++)
+        bad |= (members[k] < 0) | (members[k] >= nb->capacity) | (members[k] == j);
+    for (int k = 0; !bad && k < n; k++)
+        bad |= !nb->known[members[k]];
+    for (int k = 0; bad && k < n; k++) {
         const int m = members[k];
         if (m < 0 || m >= nb->capacity)
             return gpunb_fail(GPUNB_EUSAGE,
