@@ -767,8 +767,9 @@ int gpunb_set_list(gpunb *nb, int j, int n, const int *members)
     int bad = 0;
     for (int k = 0; k < n; k++)
         bad |= (members[k] < 0) | (members[k] >= nb->capacity) | (members[k] == j);
-    for (int k = 0; !bad && k < n; k++)
-        bad |= !nb->known[members[k]];
+    if (!bad) /* (members in range: known may be read) */
+        for (int k = 0; k < n; k++)
+            bad |= !nb->known[members[k]];
     for (int k = 0; bad && k < n; k++) {
         const int m = members[k];
         if (m < 0 || m >= nb->capacity)

@@ -806,6 +806,17 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Between spins on a small call's stamps: a failed kernel's error, or
+ * *done when the stream has ended. */
+static int query_stream(cuda_gpu *g, int *done)
+{
+    const cudaError_t e = cudaStreamQuery(g->stream);
+    if (e != cudaErrorNotReady && e != cudaSuccess)
+        return gpunb_cuda_error(g->device, "cudaStreamQuery(g->stream)", __FILE__, __LINE__, e);
+    *done = e == cudaSuccess;
+    return GPUNB_OK;
+}
+
 /* Wait for a small call's stamps: the first force block's and every
  * gathering block's, each written after what that block wrote for the host
  * (behind a system-scope fence).  Their arrival, not the stream's end, tells
@@ -816,7 +827,7 @@ static inline void cpu_relax(void)
 static int wait_stamps(cuda_gpu *g)
 {
     const volatile unsigned long long *stamp = g->h_stamp;
-    int next = 0, done = 0;
+    int next = 0, done = 0, st;
     for (unsigned spin = 1;; spin++) {
         while (next <= g->stamped_ni && stamp[next] != 0)
             next++;
@@ -825,12 +836,8 @@ static int wait_stamps(cuda_gpu *g)
         if (done) /* the stream ended without them: cannot happen unless the GPU lost a write */
             return gpunb_fail(GPUNB_EDEVICE, "gpunb_regf: CUDA device %d finished without stamping i %d of %d",
                               g->device, next, g->stamped_ni);
-        if (spin % POLL_QUERY == 0) {
-            const cudaError_t e = cudaStreamQuery(g->stream);
-            if (e != cudaErrorNotReady)
-                CHECK(g, e);
-            done = e == cudaSuccess;
-        }
+        if (spin % POLL_QUERY == 0 && (st = query_stream(g, &done)) != GPUNB_OK)
+            return st;
         cpu_relax();
     }
     atomic_thread_fence(memory_order_acquire); /* the results are read after the stamps */
@@ -966,8 +973,8 @@ static int collect_as_stamped(cuda_state *s, cuda_gpu *g, int ni, double (*acc)[
 {
     const volatile unsigned long long *stamp = g->h_stamp + 1;
     unsigned char copied[FUSED_REDUCE_NI] = {0};
-    int left = ni;
-    for (unsigned spin = 1; left > 0; spin++) {
+    int left = ni, done = 0, st;
+    for (unsigned spin = 1; left > 0 && !done; spin++) {
         for (int i = 0; i < ni; i++)
             if (!copied[i] && stamp[i] != 0) {
                 atomic_thread_fence(memory_order_acquire); /* i's results are read after its stamp */
@@ -975,18 +982,13 @@ static int collect_as_stamped(cuda_state *s, cuda_gpu *g, int ni, double (*acc)[
                 copied[i] = 1;
                 left--;
             }
-        if (left > 0 && spin % POLL_QUERY == 0) {
-            const cudaError_t e = cudaStreamQuery(g->stream);
-            if (e != cudaErrorNotReady && e != cudaSuccess)
-                CHECK(g, e);
-            if (e == cudaSuccess) /* the rest are in, or wait_stamps reports them lost */
-                break;
-        }
+        /* done: the rest are in, or finish_gpu reports them lost */
+        if (left > 0 && spin % POLL_QUERY == 0 && (st = query_stream(g, &done)) != GPUNB_OK)
+            return st;
         if (left > 0)
             cpu_relax();
     }
-    const int st = finish_gpu(g, t_force);
-    if (st != GPUNB_OK)
+    if ((st = finish_gpu(g, t_force)) != GPUNB_OK)
         return st;
     for (int i = 0; i < ni; i++)
         if (!copied[i])
