@@ -10,9 +10,11 @@
  * NI result records and the sorted lists behind them straight into pinned
  * host memory (no download to wait for); then one wait per GPU (for NI <=
  * 256 on the gathering blocks' stamps in mapped memory, with each i copied
- * out as it lands; else a stream synchronisation) and the sum over GPUs in
- * double on the host.  The j-set is split over the
- * GPUs in contiguous ranges, so their lists concatenate in ascending order.
+ * out as it lands; else a stream synchronisation: stamps from the ~1100
+ * blocks of a call of 1000 i, each behind a system-scope fence, made such
+ * calls 15-40 us slower on the H100) and the sum over GPUs in double on the
+ * host.  The j-set is split over the GPUs in contiguous ranges, so their
+ * lists concatenate in ascending order.
  *
  * Extended path (gpunb_predict, gpunb_regf_start/finish): each GPU keeps the
  * predictor records of its j range in double, receives only the records
@@ -923,6 +925,43 @@ static int chunk_launch(cuda_state *s, int ni, int limit, int precise, int membe
     return GPUNB_OK;
 }
 
+/* The least |acc|^2 at which the fast kernel's result for i is good to
+ * 1e-6 of its force.  A float coordinate at distance R from the origin is off
+ * by up to 2^-24 R, so a pair's dx by ~1e-7 (R_i + R_j), and its term m dx /
+ * r^3 by ~4e-7 m (2 R_i / r^3 + 1 / r^2); a pair that is no neighbour has
+ * r^2 >= m h2, so the worst term is that of the lightest j.  -1: good at any
+ * force (no mass, no force); NaN: never (h2 <= 0, no neighbours: close
+ * pairs are in the sums).  Only the inputs count, so it is found while the
+ * GPU works. */
+static double least_good_a2(const cuda_state *s, double h2, const double xi[3], const double *o)
+{
+    double r2 = 0;
+    if (s->min_mass <= 0.0)
+        return -1.0;
+    if (h2 <= 0.0)
+        return NAN;
+    for (int c = 0; c < 3; c++)
+        r2 += (xi[c] - o[c]) * (xi[c] - o[c]);
+    const double mh2 = s->min_mass * h2;
+    const double least = 0.4 * s->min_mass * (2.0 * sqrt(r2) / (mh2 * sqrt(mh2)) + 1.0 / mh2);
+    return least * least;
+}
+
+/* least_good_a2 of the ni i of a chunk, into s->least_a2. */
+static void precision_bounds(cuda_state *s, int ni, const double *h2, const double (*xi)[3], const double *o)
+{
+#pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
+    for (int i = 0; i < ni; i++)
+        s->least_a2[i] = least_good_a2(s, h2[i], xi[i], o);
+}
+
+/* Whether a result of force acc may be off by more than 1e-6 of it. */
+static int short_of_precision(double least_a2, const double acc[3])
+{
+    const double a2 = acc[0] * acc[0] + acc[1] * acc[1] + acc[2] * acc[2];
+    return !(least_a2 < 0.0) && !(a2 >= least_a2);
+}
+
 /* i's results of every busy GPU, combined in double (the lists of GPU k
  * before those of GPU k + 1), written as gpunb_regf does. */
 static void collect_one(const cuda_state *s, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
@@ -965,11 +1004,23 @@ static void collect_one(const cuda_state *s, int i, int ni, double (*acc)[3], do
         pot[i] = phi;
 }
 
+/* collect_one, and with flag (the chunk's precision_bounds are in
+ * least_a2) whether redo_precise must redo i: in the same pass, since a
+ * pass of its own over a large call's i cost a team's start and end (5-12
+ * us at NI = 512-2048 on the H100 box). */
+static void collect_flag(cuda_state *s, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
+                         int lmax, int limit, int *list, int flag)
+{
+    collect_one(s, i, ni, acc, jrk, pot, lmax, limit, list);
+    if (flag)
+        s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s->least_a2[i], acc[i]);
+}
+
 /* A stamped call on one GPU, written out i by i as the gathering blocks
  * stamp them: the host copies the first i's results (some 60 ns each) while
  * the GPU still gathers the others.  Then finish_gpu finds every stamp in. */
 static int collect_as_stamped(cuda_state *s, cuda_gpu *g, int ni, double (*acc)[3], double (*jrk)[3],
-                              double *pot, int lmax, int limit, int *list, double *t_force)
+                              double *pot, int lmax, int limit, int *list, int flag, double *t_force)
 {
     const volatile unsigned long long *stamp = g->h_stamp + 1;
     unsigned char copied[FUSED_REDUCE_NI] = {0};
@@ -978,7 +1029,7 @@ static int collect_as_stamped(cuda_state *s, cuda_gpu *g, int ni, double (*acc)[
         for (int i = 0; i < ni; i++)
             if (!copied[i] && stamp[i] != 0) {
                 atomic_thread_fence(memory_order_acquire); /* i's results are read after its stamp */
-                collect_one(s, i, ni, acc, jrk, pot, lmax, limit, list);
+                collect_flag(s, i, ni, acc, jrk, pot, lmax, limit, list, flag);
                 copied[i] = 1;
                 left--;
             }
@@ -992,19 +1043,20 @@ static int collect_as_stamped(cuda_state *s, cuda_gpu *g, int ni, double (*acc)[
         return st;
     for (int i = 0; i < ni; i++)
         if (!copied[i])
-            collect_one(s, i, ni, acc, jrk, pot, lmax, limit, list);
+            collect_flag(s, i, ni, acc, jrk, pot, lmax, limit, list, flag);
     return GPUNB_OK;
 }
 
-/* Wait for the chunk of chunk_launch and write it as gpunb_regf does. */
+/* Wait for the chunk of chunk_launch and write it as gpunb_regf does; with
+ * flag (its precision_bounds are in least_a2), also the redo flags. */
 static int chunk_collect(cuda_state *s, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
-                         int lmax, int limit, int *list, double *t_force)
+                         int lmax, int limit, int *list, int flag, double *t_force)
 {
     double tf = 0.0;
     int st;
 
     if (s->ngpu == 1 && s->gpu[0].busy && s->gpu[0].stamped_ni == ni && ni < HOST_PARALLEL_NI)
-        return collect_as_stamped(s, &s->gpu[0], ni, acc, jrk, pot, lmax, limit, list, t_force);
+        return collect_as_stamped(s, &s->gpu[0], ni, acc, jrk, pot, lmax, limit, list, flag, t_force);
     for (int k = 0; k < s->ngpu; k++) {
         double t = 0.0; /* GPUs run side by side: the slowest one counts */
         if (s->gpu[k].busy && (st = finish_gpu(&s->gpu[k], &t)) != GPUNB_OK)
@@ -1015,45 +1067,8 @@ static int chunk_collect(cuda_state *s, int ni, double (*acc)[3], double (*jrk)[
 
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
     for (int i = 0; i < ni; i++)
-        collect_one(s, i, ni, acc, jrk, pot, lmax, limit, list);
+        collect_flag(s, i, ni, acc, jrk, pot, lmax, limit, list, flag);
     return GPUNB_OK;
-}
-
-/* The least |acc|^2 at which the fast kernel's result for i is good to
- * 1e-6 of its force.  A float coordinate at distance R from the origin is off
- * by up to 2^-24 R, so a pair's dx by ~1e-7 (R_i + R_j), and its term m dx /
- * r^3 by ~4e-7 m (2 R_i / r^3 + 1 / r^2); a pair that is no neighbour has
- * r^2 >= m h2, so the worst term is that of the lightest j.  -1: good at any
- * force (no mass, no force); NaN: never (h2 <= 0, no neighbours: close
- * pairs are in the sums).  Only the inputs count, so it is found while the
- * GPU works. */
-static double least_good_a2(const cuda_state *s, double h2, const double xi[3], const double *o)
-{
-    double r2 = 0;
-    if (s->min_mass <= 0.0)
-        return -1.0;
-    if (h2 <= 0.0)
-        return NAN;
-    for (int c = 0; c < 3; c++)
-        r2 += (xi[c] - o[c]) * (xi[c] - o[c]);
-    const double mh2 = s->min_mass * h2;
-    const double least = 0.4 * s->min_mass * (2.0 * sqrt(r2) / (mh2 * sqrt(mh2)) + 1.0 / mh2);
-    return least * least;
-}
-
-/* least_good_a2 of the ni i of a chunk, into s->least_a2. */
-static void precision_bounds(cuda_state *s, int ni, const double *h2, const double (*xi)[3], const double *o)
-{
-#pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
-    for (int i = 0; i < ni; i++)
-        s->least_a2[i] = least_good_a2(s, h2[i], xi[i], o);
-}
-
-/* Whether a result of force acc may be off by more than 1e-6 of it. */
-static int short_of_precision(double least_a2, const double acc[3])
-{
-    const double a2 = acc[0] * acc[0] + acc[1] * acc[1] + acc[2] * acc[2];
-    return !(least_a2 < 0.0) && !(a2 >= least_a2);
 }
 
 /* One chunk of at most NI_CHUNK i with coordinates from the host (about o,
@@ -1070,7 +1085,7 @@ static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr
         return st;
     if (bounds)
         precision_bounds(s, ni, h2, xi, o);
-    return chunk_collect(s, ni, acc, jrk, pot, lmax, limit, list, t_force);
+    return chunk_collect(s, ni, acc, jrk, pot, lmax, limit, list, bounds, t_force);
 }
 
 /* GPU g's fetch buffers for n entries (mapped: the kernel writes the host's). */
@@ -1148,18 +1163,20 @@ static const double zero3[3] = {0.0, 0.0, 0.0};
  * have served short: packed into the state's buffers, then scattered back.
  * xi, vi about o, vo decide which; with j_index (the i are j-set members
  * whose xi may be only near their entries, see predict_pending_on_host) the
- * redone i are read back from the j-set. */
+ * redone i are read back from the j-set.  flags_ready: the collection has
+ * set short_flag already (collect_flag). */
 static int redo_precise(cuda_state *s, int ni, const double *h2, const double *dtr,
                         const double (*xi)[3], const double (*vi)[3], const double *o, const double *vo,
                         const int *j_index, double (*acc)[3], double (*jrk)[3], double *pot, int lmax,
-                        int limit, int *list, int bounds_ready, double *t_force)
+                        int limit, int *list, int flags_ready, double *t_force)
 {
     int n = 0, st;
-    if (!bounds_ready)
+    if (!flags_ready) {
         precision_bounds(s, ni, h2, xi, o);
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
-    for (int i = 0; i < ni; i++)
-        s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s->least_a2[i], acc[i]);
+        for (int i = 0; i < ni; i++)
+            s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s->least_a2[i], acc[i]);
+    }
     for (int i = 0; i < ni; i++)
         if (s->short_flag[i])
             s->redo[n++] = i;
@@ -1523,7 +1540,7 @@ static int cuda_regf_finish(void *state, double (*acc)[3], double (*jrk)[3], dou
                         zero3, acc, jrk, pot, lmax, limit, list, t_force, t_gather);
     }
     *t_force = 0.0;
-    st = chunk_collect(s, ni, acc, jrk, pot, lmax, limit, list, t_force);
+    st = chunk_collect(s, ni, acc, jrk, pot, lmax, limit, list, 0, t_force);
     const double t0 = nb6_clock();
     if (st == GPUNB_OK && !s->p_direct && s->precise_mode == PRECISE_AUTO) {
         const int fetched = s->p_x == PX_FETCHED;
