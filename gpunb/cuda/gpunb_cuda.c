@@ -157,7 +157,8 @@ typedef struct cuda_state {
     /* irregular force: predict every record first (NB6ACCEL_CUDA_IRR_PREDICT) */
     enum { IRR_PREDICT_AUTO, IRR_PREDICT_ALWAYS, IRR_PREDICT_NEVER } irr_predict;
     int min_blocks; /* which compiled force variant (GPUNB_CUDA_FORCE_MIN_BLOCKS[_ALT]) */
-    int waves;      /* force blocks of a large-NI call, in units of what the GPU holds at once */
+    int waves;      /* force blocks of a large-NI call, in units of what the GPU holds at once;
+                     * 0: by the GPU's j range (waves_of) */
     int single;     /* one launch for a small call (NB6ACCEL_CUDA_SINGLE_LAUNCH) */
     int pdl;        /* else the gathering kernel as a dependent launch (NB6ACCEL_CUDA_PDL):
                      * 1 or 0 as asked, -1 where each GPU that can (9.0) */
@@ -462,7 +463,7 @@ static int cuda_open(void **state, int capacity, char *desc)
                           blocks, GPUNB_CUDA_FORCE_MIN_BLOCKS, GPUNB_CUDA_FORCE_MIN_BLOCKS_ALT);
     }
     char *end = NULL;
-    const long nwaves = waves ? strtol(waves, &end, 10) : GPUNB_CUDA_WAVES;
+    const long nwaves = waves ? strtol(waves, &end, 10) : 0;
     if (waves && (end == waves || *end || nwaves < 1 || nwaves > GPUNB_CUDA_MAX_WAVES)) {
         free(ids);
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: NB6ACCEL_CUDA_WAVES=\"%s\" is not in 1..%d", waves,
@@ -517,7 +518,9 @@ static int cuda_open(void **state, int capacity, char *desc)
         s->gpu[k].device = ids[k];
     free(ids);
     for (int k = 0; k < n; k++)
-        if ((st = open_gpu(&s->gpu[k], s->capacity_pad, s->min_blocks, s->waves, s->single, s->pdl)) != GPUNB_OK) {
+        if ((st = open_gpu(&s->gpu[k], s->capacity_pad, s->min_blocks,
+                           s->waves ? s->waves : GPUNB_CUDA_WAVES_MOST, s->single,
+                           s->pdl)) != GPUNB_OK) {
             cuda_close(s);
             return st;
         }
@@ -539,11 +542,17 @@ static int cuda_open(void **state, int capacity, char *desc)
         len += (size_t)snprintf(desc + len, NB6_ERRMSG_LEN - len, "%s %d = %s (%d SMs, %d force blocks)",
                                 k ? "," : "", s->gpu[k].device, s->gpu[k].name, s->gpu[k].sms,
                                 s->gpu[k].force_blocks);
+    if (len < NB6_ERRMSG_LEN && s->waves)
+        len += (size_t)snprintf(desc + len, NB6_ERRMSG_LEN - len, "; %d force waves", s->waves);
+    else if (len < NB6_ERRMSG_LEN)
+        len += (size_t)snprintf(desc + len, NB6_ERRMSG_LEN - len, "; %d force waves (%d for a GPU's j range up to %d)",
+                                GPUNB_CUDA_WAVES, GPUNB_CUDA_WAVES_SHORT,
+                                GPUNB_CUDA_WAVES_SHORT_TILES * GPUNB_CUDA_TILE_J);
     if (len < NB6_ERRMSG_LEN)
         snprintf(desc + len, NB6_ERRMSG_LEN - len,
-                 "; %d force waves for NI > %d, %s for NI <= %d; float pairs about the j-set's centre of "
-                 "mass (two-float where needed), double sums",
-                 s->waves, FUSED_REDUCE_NI,
+                 " for NI > %d, %s for NI <= %d; float pairs about the j-set's centre of mass (two-float where "
+                 "needed), double sums",
+                 FUSED_REDUCE_NI,
                  s->single ? "single launch"
                  : s->gpu[0].pdl ? "force + dependent gathering kernel"
                            : "force + gathering kernel",
@@ -696,6 +705,14 @@ static int ensure_lists(cuda_gpu *g, long ints)
     return GPUNB_OK;
 }
 
+/* Force waves of a large-NI call on GPU g (see GPUNB_CUDA_WAVES). */
+static int waves_of(const cuda_state *s, const cuda_gpu *g)
+{
+    if (s->waves)
+        return s->waves;
+    return g->ntiles <= GPUNB_CUDA_WAVES_SHORT_TILES ? GPUNB_CUDA_WAVES_SHORT : GPUNB_CUDA_WAVES;
+}
+
 /* Enqueue one chunk on GPU g: upload i (coordinates from h_ibuf, or with
  * members set, j-set indices from h_iidx), force, reduce, gather, download. */
 static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise, int members)
@@ -715,7 +732,7 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     const int fused = ni <= FUSED_REDUCE_NI; /* one kernel reduces and gathers */
     const int single = fused && s->single && g->single_blocks > 0; /* ... the force kernel itself */
     long long nslices = single ? g->single_blocks / ni_tiles
-                               : (long long)(fused ? 1 : s->waves) * g->force_blocks / ni_tiles;
+                               : (long long)(fused ? 1 : waves_of(s, g)) * g->force_blocks / ni_tiles;
     int granule = 1;
 
     if (nslices < 1)

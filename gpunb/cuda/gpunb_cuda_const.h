@@ -45,8 +45,15 @@
 #endif
 
 /* Force blocks of a call with NI > 256, in units of the blocks the GPU holds
- * at once (NB6ACCEL_CUDA_WAVES overrides it, up to the maximum). */
+ * at once: WAVES, or WAVES_SHORT where the GPU's j range is at most
+ * WAVES_SHORT_TILES tiles (NB6ACCEL_CUDA_WAVES overrides both, up to the
+ * maximum).  On the H100, NI = 512-2048 (session 22, three calls): 3 waves
+ * took 5 % less than 2 at NJ = 32k-64k (NBODY6's 64k run), 0-3 % more at
+ * 128k-256k, the same at 1M. */
 #define GPUNB_CUDA_WAVES 2
+#define GPUNB_CUDA_WAVES_SHORT 3
+#define GPUNB_CUDA_WAVES_SHORT_TILES 256
+#define GPUNB_CUDA_WAVES_MOST (GPUNB_CUDA_WAVES > GPUNB_CUDA_WAVES_SHORT ? GPUNB_CUDA_WAVES : GPUNB_CUDA_WAVES_SHORT)
 #define GPUNB_CUDA_MAX_WAVES 16
 
 /* The fast kernel's floor on r^2 (see gpunb_cuda_force.cu); the host sends
