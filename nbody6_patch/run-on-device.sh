@@ -46,10 +46,15 @@ if gcc -O2 -fopenmp nbody6_patch/omp-scaling-check.c -o /tmp/omp-scaling-check 2
     OMP_WAIT_POLICY=passive /tmp/omp-scaling-check "$(nproc)" wake 2>&1 | tail -n 1 | sed 's/^/passive: /' > "$logs/omp-check-passive.txt"
     log "$(cat "$logs/omp-check-passive.txt")"
 fi
+# (The device tool's copy may carry an older .git than the work tree: pass
+# NB6_COMMIT from the machine that called it.)
 log "nb6accel commit: ${NB6_COMMIT:-$(git log -1 --format='%h %s' 2>/dev/null || echo unknown)}"
 
-# 1. nb6accel
-b=/tmp/nb6accel-build
+# 1. nb6accel, in a build directory of this source tree's own: configured
+# again for another tree (an old worktree, for an A/B), a shared one kept the
+# first tree's objects, newer than the other's sources, and linked them.
+key=$(printf %s "$root" | cksum | cut -d' ' -f1)
+b=/tmp/nb6accel-build-$key
 if command -v libtoolize >/dev/null 2>&1 || [ ! -x configure ]; then
     boot=./bootstrap
 else  # carried generated files: keep make from re-running the autotools
@@ -66,7 +71,7 @@ grep -A7 'will build' "$logs/nb6accel-build.log" | tee -a "$OUT/summary.txt"
 log "nb6accel built"
 
 # 2. NBODY6
-nb=/tmp/nbody6-nb6accel
+nb=/tmp/nbody6-nb6accel-$key
 if ! nbody6_patch/build-nbody6 --nbody6 "$root/.nbody6" --builddir "$b" --out "$nb" -j "$jobs" \
         --nmax 140000 --lmax 600 > "$logs/build-nbody6.log" 2>&1; then
     cat "$logs/build-nbody6.log"; cp "$nb/build.log" "$logs/nbody6-build.log" 2>/dev/null
