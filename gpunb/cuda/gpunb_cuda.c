@@ -1188,11 +1188,11 @@ static int redo_precise(cuda_state *s, int ni, const double *h2, const double *d
                         int limit, int *list, int flags_ready, double *t_force)
 {
     int n = 0, st;
-    if (!flags_ready) {
-        precision_bounds(s, ni, h2, xi, o);
+    if (!flags_ready) { /* bound and flag in one pass: a team's start costs more than either */
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
         for (int i = 0; i < ni; i++)
-            s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s->least_a2[i], acc[i]);
+            s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 &&
+                               short_of_precision(least_good_a2(s, h2[i], xi[i], o), acc[i]);
     }
     for (int i = 0; i < ni; i++)
         if (s->short_flag[i])
