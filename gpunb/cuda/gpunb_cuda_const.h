@@ -1,5 +1,5 @@
 /* gpunb_cuda_const.h -- sizes and record layouts shared by the host code
- * (gpunb_cuda.c, plain C) and the kernels (*.cu).  Plain C, no CUDA types. */
+ * (gpunb_cuda*.c, plain C) and the kernels (*.cu).  Plain C, no CUDA types. */
 #ifndef GPUNB_CUDA_CONST_H
 #define GPUNB_CUDA_CONST_H
 
@@ -110,7 +110,7 @@ typedef struct gpunb_cuda_result {
 
 /* A resident j-particle's predictor state on the GPU: position, velocity,
  * acc/2, jerk/6 at epoch t0, mass.  The layout of the host's gpunb_jrecord
- * (gpunb_cuda.c checks it), so records are copied without packing. */
+ * (gpunb_cuda_resident.c checks it), so records are copied without packing. */
 typedef struct gpunb_cuda_jrec {
     double x0[3], v0[3], f_half[3], fdot_sixth[3];
     double m, t0;

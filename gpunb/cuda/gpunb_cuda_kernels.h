@@ -1,5 +1,5 @@
 /* gpunb_cuda_kernels.h -- the plain-C launch API of GPUNB's CUDA kernels.
- * Only the .cu files see nvcc; the host code (gpunb_cuda.c) calls these.
+ * Only the .cu files see nvcc; the host code (gpunb_cuda*.c) calls these.
  * Each launcher enqueues on `stream` of the current device and returns
  * cudaGetLastError() after the launch (cudaSuccess or the launch error). */
 #ifndef GPUNB_CUDA_KERNELS_H
@@ -154,7 +154,7 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_potential(const gpunb_cuda_xm *xm, in
 #ifdef __CUDACC__
 /* Predict record r to time t in double, NBODY6's Horner form with no
  * contraction into FMA (__dmul_rn/__dadd_rn): bit-identical to the host's
- * prediction in gpunb_api.c and gpunb_cuda.c (fp-contract off). */
+ * prediction in gpunb_api.c and gpunb_cuda_resident.c (fp-contract off). */
 static __device__ __forceinline__ void gpunb_cuda_predict_record(const gpunb_cuda_jrec *r, double t, double x[3],
                                                                  double v[3])
 {

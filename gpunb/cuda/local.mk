@@ -1,10 +1,13 @@
 # CUDA back-end of GPUNB (only when configure found nvcc), a convenience
 # library inside libgpunb: host dispatch in C (it needs the CUDA runtime
-# headers), kernels in .cu files through the .cu.lo rule of Makefile.am,
-# behind the plain-C launch API of gpunb_cuda_kernels.h.
+# headers; a file per concern, sharing gpunb_cuda_state.h), kernels in .cu
+# files through the .cu.lo rule of Makefile.am, behind the plain-C launch
+# API of gpunb_cuda_kernels.h.
 if HAVE_CUDA
 noinst_LTLIBRARIES += libgpunb_cuda.la
-libgpunb_cuda_la_SOURCES = gpunb/cuda/gpunb_cuda.c gpunb/cuda/gpunb_cuda_devices.c \
+libgpunb_cuda_la_SOURCES = gpunb/cuda/gpunb_cuda.c gpunb/cuda/gpunb_cuda_regf.c \
+	gpunb/cuda/gpunb_cuda_resident.c gpunb/cuda/gpunb_cuda_irr.c gpunb/cuda/gpunb_cuda_state.h \
+	gpunb/cuda/gpunb_cuda_devices.c \
 	gpunb/cuda/gpunb_cuda_devices.h gpunb/cuda/gpunb_cuda_kernels.h gpunb/cuda/gpunb_cuda_const.h \
 	gpunb/cuda/gpunb_cuda_force.cu gpunb/cuda/gpunb_cuda_reduce.cu \
 	gpunb/cuda/gpunb_cuda_gather.cu gpunb/cuda/gpunb_cuda_gather.cuh gpunb/cuda/gpunb_cuda_potential.cu \

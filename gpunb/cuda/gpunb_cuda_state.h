@@ -1,0 +1,269 @@
+/* gpunb_cuda_state.h -- the state of the CUDA back-end of GPUNB that its
+ * host files share, and the functions one of them calls in another:
+ * gpunb_cuda.c (open, close, send, the table of operations),
+ * gpunb_cuda_regf.c (the REGF call, the precision check and redo),
+ * gpunb_cuda_resident.c (resident j-particles, the asynchronous force),
+ * gpunb_cuda_irr.c (the irregular force).  Internal: every function here is
+ * hidden (NB6_INTERNAL), so the split exports nothing from libgpunb. */
+#ifndef GPUNB_CUDA_STATE_H
+#define GPUNB_CUDA_STATE_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#include "gpunb_backend.h"
+#include "gpunb_profile.h"
+
+#include "gpunb_cuda_const.h"
+#include "gpunb_cuda_devices.h"
+#include "gpunb_cuda_kernels.h"
+
+/* Up to this NI one kernel does the reduction and the list gathering (the
+ * call's latency counts there); larger blocks run the two side by side. */
+#define FUSED_REDUCE_NI 256
+
+/* From this NI the host's per-i loops of a call (filling the i, copying
+ * results and lists out of the pinned buffer, choosing what to redo) run
+ * on the OpenMP threads.  They read what the GPU wrote into host memory,
+ * i.e. from DRAM, about 0.5 KiB per i with its list: on one thread about
+ * 80 ns per i, most of the 100 us a call of 1024 i spent beside its
+ * kernels; a team costs a few us to wake. */
+#define HOST_PARALLEL_NI 256
+
+enum precise_mode { PRECISE_AUTO, PRECISE_ALWAYS, PRECISE_NEVER };
+
+typedef struct cuda_gpu {
+    int device;
+    char name[256];
+    int sms;          /* multiprocessors                                  */
+    int force_blocks; /* force blocks resident at once on the whole GPU   */
+    int single_blocks; /* the same for the single-launch kernels; 0: no single launch */
+    int pdl;           /* gathering kernel of small calls as a dependent launch */
+    gpunb_cuda_inline_i inl; /* the i of a one-tile launch, passed with it */
+    /* GPU clock stamps (ns) of a small call, mapped: [0] the force kernel's
+     * start, [1 + i] the end of i's gathering; stamped_ni: this call's ni,
+     * 0 where the call is timed by the events */
+    unsigned long long *h_stamp, *d_stamp;
+    int stamped_ni;
+    cudaStream_t stream, side;     /* side: the gathering kernel, beside the reduction */
+    cudaEvent_t ev_force0, ev_force1; /* timing of the force kernel */
+    cudaEvent_t ev_fork, ev_join;     /* side waits for the force, stream for side */
+    cudaEvent_t ev_records;           /* the host's records copied (predict) */
+    /* this GPU's part of the current j-set: j0 .. j0 + nj - 1 */
+    int j0, nj;
+    long long ntiles;
+    float4 *d_jpos, *d_jvel, *d_jlo, *h_jpos, *h_jvel, *h_jlo; /* capacity rounded to a tile */
+    float4 *d_ibuf;          /* 3 * NI_CHUNK: positions, velocities, remainders */
+    float *d_partial;        /* per slice and i: NPARTIAL floats               */
+    int *d_nbcount;          /* NI_CHUNK, zero between calls                  */
+    int *d_sync;             /* the single launch's grid barrier: 2 ints, zero between calls */
+    int *d_nblist;           /* chunk * cap unordered entries                  */
+    /* results: NI_CHUNK records, then the sorted lists (list_ints ints): i's at i * cap */
+    unsigned char *h_out, *d_hout; /* pinned host memory, and its address on the GPU */
+    long list_ints;
+    int busy;           /* has work in the current call                  */
+    /* Resident j-particles (gpunb_predict): the records of this GPU's j range,
+     * and a pinned staging area for a few changed ones (records, then their
+     * local indices), both for rec_cap records; allocated at the first
+     * predict.  Many changed: the range is copied from the host's records. */
+    gpunb_cuda_jrec *d_rec;
+    unsigned char *d_stage, *h_stage;
+    long rec_cap;
+    int4 *d_iidx; /* i as j-set members (gpunb_regf_start), NI_CHUNK entries */
+    /* Irregular force (one GPU): its own stream, of the highest priority so
+     * that its small launches pass a regular force in flight; the list rows
+     * (capacity x lmax ints); the indices of changed records and lists, the
+     * i and the results in mapped pinned memory (the kernels read and write
+     * them there: no copies to order), and the device addresses of the
+     * host's records and lists, which the GPU reads the changed ones from.
+     * ev_jset: the last prediction has read the records (the irregular
+     * stream may overwrite them then); ev_irr_records: its own full copy of
+     * the host's records is done; ev_irr: its force is done; ev_push: the
+     * copies of the last gpunb_push are done (push_pending: not waited for
+     * yet; its kernels read the index arrays). */
+    cudaStream_t irr;
+    cudaEvent_t ev_jset, ev_irr_records, ev_irr, ev_push;
+    int push_pending;
+    int jset_unwaited; /* ev_jset recorded since the irregular stream last waited for it */
+    int *d_lists;
+    int *h_rec_changed, *d_rec_changed, *h_list_changed, *d_list_changed; /* capacity each */
+    const void *host_rec, *host_lists, *host_rec_dev, *host_lists_dev;
+    int *h_irr_idx, *d_irr_idx;
+    double *h_irr_out, *d_irr_out;
+    int irr_cap;
+    double2 *d_irr_pred; /* every record predicted, for large blocks (rec_cap x 4) */
+    /* The pending i's j-set entries read back (gpunb_cuda_resident_fetch_jset_entries), mapped:
+     * their local indices, and jpos, jvel, jlo of each. */
+    int *h_fetch_idx, *d_fetch_idx;
+    float4 *h_fetch, *d_fetch;
+    int fetch_cap, fetch_n;
+} cuda_gpu;
+
+typedef struct cuda_state {
+    int ngpu;
+    cuda_gpu *gpu;
+    int capacity_pad;
+    int nj;
+    int dirty; /* a call failed half-way: the counters need a reset */
+    enum precise_mode precise_mode;
+    /* irregular force: predict every record first (NB6ACCEL_CUDA_IRR_PREDICT) */
+    enum { IRR_PREDICT_AUTO, IRR_PREDICT_ALWAYS, IRR_PREDICT_NEVER } irr_predict;
+    int min_blocks; /* which compiled force variant (GPUNB_CUDA_FORCE_MIN_BLOCKS[_ALT]) */
+    int waves;      /* force blocks of a large-NI call, in units of what the GPU holds at once;
+                     * 0: by the GPU's j range (waves_of) */
+    int single;     /* one launch for a small call (NB6ACCEL_CUDA_SINGLE_LAUNCH) */
+    int pdl;        /* else the gathering kernel as a dependent launch (NB6ACCEL_CUDA_PDL):
+                     * 1 or 0 as asked, -1 where each GPU that can (9.0) */
+    int inline_i;   /* a one-tile launch takes its i with it (NB6ACCEL_CUDA_INLINE_I) */
+    double origin[3], vorigin[3];
+    double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
+    float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
+    /* the i that the fast kernel may have served short (flags per i of a
+     * chunk, then packed for a redo) */
+    unsigned char *short_flag;
+    double *least_a2; /* precision_bounds of a chunk */
+    int *redo, *redo_j; /* redo_j: their j-set indices (resident path) */
+    long long redone; /* i redone so far */
+    double *r_h2, *r_dtr, (*r_xi)[3], (*r_vi)[3], (*r_acc)[3], (*r_jrk)[3], *r_pot;
+    int *r_list;
+    long r_list_ints;
+    /* Resident j-particles: the nj the GPUs' records were laid out for (-1:
+     * none yet, or a failed predict), predicts since the origin was chosen,
+     * and the host records and time of the last predict. */
+    int rec_nj, origin_age;
+    const gpunb_jrecord *rec;
+    double t_pred;
+    int4 *h_iidx; /* pinned, NI_CHUNK */
+    int irr_lmax, irr_ni; /* irregular force: list row length; i of the launch */
+    /* The force between regf_start and regf_finish. */
+    enum { PENDING_NONE, PENDING_LAUNCHED, PENDING_DEFERRED } p_mode;
+    int p_ni, p_lmax, p_limit, p_direct, p_cap;
+    /* p_xi, p_vi: not filled; predicted on the host from the records
+     * (absolute; only for the precision bound); fetched from the j-set
+     * (about the origin, exactly what the force read). */
+    enum { PX_NONE, PX_HOST, PX_FETCHED } p_x;
+    int *p_jidx;
+    double *p_h2, *p_dtr, (*p_xi)[3], (*p_vi)[3];
+    /* NB6ACCEL_PROFILE_IRR: the host's seconds in the pieces of the
+     * irregular path's copies and launches, and the GPU's time in the
+     * copies and the force of each irregular call by its size (bucket b:
+     * 2^(b-1) .. 2^b - 1 particles), from timing events on its stream. */
+    struct {
+        int on;
+        double wait_push, records, lists, launch;
+        long long pulls, launches;
+        cudaEvent_t ev[3]; /* before the copies, after them, after the force */
+        long long calls[GPUNB_PROF_BUCKETS];
+        double gpu_copy_ms[GPUNB_PROF_BUCKETS], gpu_force_ms[GPUNB_PROF_BUCKETS];
+        int bucket;
+    } prof;
+} cuda_state;
+
+/* Predicts after which the origin is chosen again from the records (an
+ * O(N) pass on the host, so not every block; the centre of mass moves
+ * little in that time, and any origin near the cluster keeps the digits). */
+#define ORIGIN_REFRESH 64
+
+#define CHECK(g, expr) GPUNB_CUDA_CHECK((g)->device, expr)
+
+static inline long long tiles_of(long long n) { return (n + GPUNB_CUDA_TILE_J - 1) / GPUNB_CUDA_TILE_J; }
+
+/* ---- gpunb_cuda.c ---------------------------------------------------- */
+
+/* Pinned host memory that the GPU reads or writes in place: *host, and its
+ * address on GPU g in *device. */
+NB6_INTERNAL int gpunb_cuda_mapped_alloc(cuda_gpu *g, void **host, void **device, size_t bytes);
+
+/* The origin of the float coordinates (s->origin, s->vorigin) and the
+ * smallest non-zero mass (s->min_mass) of nj j: m[j * mstride],
+ * x[j * stride + c], v[j * stride + c]. */
+NB6_INTERNAL void gpunb_cuda_choose_origin(cuda_state *s, int nj, const double *m, const double *x, const double *v,
+                                           size_t mstride, size_t stride);
+
+/* The j-set of nj split over the GPUs in contiguous whole tiles (j0, nj, ntiles of each). */
+NB6_INTERNAL void gpunb_cuda_split_jset(cuda_state *s, int nj);
+
+/* ---- gpunb_cuda_regf.c ----------------------------------------------- */
+
+/* A zero origin, for coordinates about the state's origin already. */
+NB6_INTERNAL extern const double gpunb_cuda_zero3[3];
+
+/* The i of a chunk as float coordinates about o, vo, in s->h_ibuf. */
+NB6_INTERNAL void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int ni, const double *h2, const double *dtr,
+                                            const double (*xi)[3], const double (*vi)[3], const double *o,
+                                            const double *vo);
+
+/* The i of a chunk as j-set members j_index[0..ni-1], in s->h_iidx. */
+NB6_INTERNAL void gpunb_cuda_regf_fill_iidx(cuda_state *s, int ni, const int *j_index, const double *h2,
+                                            const double *dtr);
+
+/* Enqueue a chunk of ni i (from h_ibuf, or with members from h_iidx) on
+ * every GPU that holds j; returns without waiting. */
+NB6_INTERNAL int gpunb_cuda_regf_chunk_launch(cuda_state *s, int ni, int limit, int precise, int members);
+
+/* Wait for the chunk of gpunb_cuda_regf_chunk_launch and write it as
+ * gpunb_regf does; with flag, also the redo flags. */
+NB6_INTERNAL int gpunb_cuda_regf_chunk_collect(cuda_state *s, int ni, double (*acc)[3], double (*jrk)[3],
+                                               double *pot, int lmax, int limit, int *list, int flag,
+                                               double *t_force);
+
+/* Redo with the PRECISE kernel the i of a chunk that the fast kernel may
+ * have served short (with j_index, read back from the j-set). */
+NB6_INTERNAL int gpunb_cuda_regf_redo_precise(cuda_state *s, int ni, const double *h2, const double *dtr,
+                                              const double (*xi)[3], const double (*vi)[3], const double *o,
+                                              const double *vo, const int *j_index, double (*acc)[3],
+                                              double (*jrk)[3], double *pot, int lmax, int limit, int *list,
+                                              int flags_ready, double *t_force);
+
+/* The i per launch (*chunk_out) and list buffers for that many on every GPU. */
+NB6_INTERNAL int gpunb_cuda_regf_prepare_lists(cuda_state *s, int limit, int *chunk_out);
+
+/* Whether a chunk of n i goes to the PRECISE kernel directly. */
+NB6_INTERNAL int gpunb_cuda_regf_precise_directly(const cuda_state *s, int n, const double *h2);
+
+/* The regular force of ni i with coordinates about o, vo, chunk after chunk. */
+NB6_INTERNAL int gpunb_cuda_regf_all(cuda_state *s, int ni, const double *h2, const double *dtr,
+                                     const double (*xi)[3], const double (*vi)[3], const double *o,
+                                     const double *vo, double (*acc)[3], double (*jrk)[3], double *pot, int lmax,
+                                     int limit, int *list, double *t_force, double *t_gather);
+
+/* gpunb_backend_ops.regf. */
+NB6_INTERNAL int gpunb_cuda_regf(void *state, int ni, const double *h2, const double *dtr, const double (*xi)[3],
+                                 const double (*vi)[3], double (*acc)[3], double (*jrk)[3], double *pot, int lmax,
+                                 int limit, int *list, double *t_force, double *t_gather);
+
+/* ---- gpunb_cuda_resident.c ------------------------------------------- */
+
+/* Records and staging for GPU g's largest share of the capacity. */
+NB6_INTERNAL int gpunb_cuda_resident_ensure_records(cuda_state *s, cuda_gpu *g);
+
+/* Entries j[0..n-1] of the j-set as the last gpunb_predict made them, into
+ * x, v about the origin. */
+NB6_INTERNAL int gpunb_cuda_resident_fetch_jset_entries(cuda_state *s, int n, const int *j, double (*x)[3],
+                                                        double (*v)[3]);
+
+/* gpunb_backend_ops.alloc_records, free_records, records_wait, predict,
+ * regf_start, regf_finish. */
+NB6_INTERNAL void *gpunb_cuda_resident_alloc_records(void *state, size_t bytes);
+NB6_INTERNAL void gpunb_cuda_resident_free_records(void *state, void *records);
+NB6_INTERNAL int gpunb_cuda_resident_records_wait(void *state);
+NB6_INTERNAL int gpunb_cuda_resident_predict(void *state, int nj, double t, const gpunb_jrecord *rec, int ndirty,
+                                             const int *dirty, double lightest);
+NB6_INTERNAL int gpunb_cuda_resident_regf_start(void *state, int ni, const int *j_index, const double *h2,
+                                                const double *dtr, int lmax, int limit);
+NB6_INTERNAL int gpunb_cuda_resident_regf_finish(void *state, double (*acc)[3], double (*jrk)[3], double *pot,
+                                                 int *list, double *t_force, double *t_gather);
+
+/* ---- gpunb_cuda_irr.c ------------------------------------------------ */
+
+/* gpunb_backend_ops.irr_open, push, firr_start, firr_query, firr_finish. */
+NB6_INTERNAL int gpunb_cuda_irr_open(void *state, int capacity, int lmax, int *on_device);
+NB6_INTERNAL int gpunb_cuda_irr_push(void *state, const gpunb_jrecord *rec, int nrec, int ndirty, const int *dirty,
+                                     const int *lists, int nlists, const int *list_index);
+NB6_INTERNAL int gpunb_cuda_irr_start(void *state, int ni, const int *i_index, double t, const gpunb_jrecord *rec,
+                                      int nrec, int ndirty, const int *dirty, const int *lists, int nlists,
+                                      const int *list_index);
+NB6_INTERNAL int gpunb_cuda_irr_query(void *state, int *done);
+NB6_INTERNAL int gpunb_cuda_irr_finish(void *state, double (*acc)[3], double (*jrk)[3]);
+
+#endif
