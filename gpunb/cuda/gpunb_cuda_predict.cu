@@ -21,7 +21,7 @@ gpunb_scatter_kernel(const gpunb_cuda_jrec *__restrict__ staged, const int *__re
         rec[index[k]] = staged[k];
 }
 
-/* hi + lo floats of a double (the host's split() in gpunb_cuda.c). */
+/* hi + lo floats of a double (the host's nb6_split in common/nb6_common.h). */
 static __device__ __forceinline__ void split_rn(double r, float *hi, float *lo)
 {
     *hi = __double2float_rn(r);
