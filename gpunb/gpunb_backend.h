@@ -1,6 +1,7 @@
-/* gpunb_backend.h -- the seam between the GPUNB API (gpunb_api.c: argument
- * checks, statistics, the j-set's bookkeeping) and the implementations that
- * compute the regular force (gpunb_cpu.c, cuda/...).  Internal.
+/* gpunb_backend.h -- the seam between the GPUNB API (gpunb_api.c,
+ * gpunb_resident.c, gpunb_irregular.c: argument checks, statistics, the
+ * j-set's bookkeeping) and the implementations that compute the regular
+ * force (gpunb_cpu.c, cuda/...).  Internal.
  *
  * The API has validated every argument before a back-end sees it: counts are
  * within capacity, values finite, lmax >= 1.  A back-end reports failure by
@@ -44,7 +45,7 @@ typedef struct gpunb_backend_ops {
                 double *t_force, double *t_gather);
 
     /* Resident j-particles and the asynchronous force (optional: when NULL,
-     * gpunb_api.c predicts on the host, sends, and computes at finish). */
+     * gpunb_resident.c predicts on the host, sends, and computes at finish). */
     /* Host memory for the records (gpunb_jrecord, 64-byte aligned) that
      * predict may read after it returns, e.g. pinned for DMA; optional,
      * else nb6_alloc_aligned. */
@@ -67,8 +68,8 @@ typedef struct gpunb_backend_ops {
     int (*regf_finish)(void *state, double (*acc)[3], double (*jrk)[3], double *pot, int *list,
                        double *t_force, double *t_gather);
     /* The irregular force over neighbour lists (optional: when NULL, or
-     * when irr_open says the host is to compute it, gpunb_api.c computes it
-     * on the host from rec and the lists).  irr_open: the lists are rows of
+     * when irr_open says the host is to compute it, gpunb_irregular.c
+     * computes it on the host from rec and the lists).  irr_open: the lists are rows of
      * lmax ints (count, then members) for j-particles 0..capacity-1; sets
      * *on_device to 1 when firr_start runs on the device. */
     int (*irr_open)(void *state, int capacity, int lmax, int *on_device);

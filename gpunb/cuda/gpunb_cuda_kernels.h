@@ -154,7 +154,7 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_potential(const gpunb_cuda_xm *xm, in
 #ifdef __CUDACC__
 /* Predict record r to time t in double, NBODY6's Horner form with no
  * contraction into FMA (__dmul_rn/__dadd_rn): bit-identical to the host's
- * prediction in gpunb_api.c and gpunb_cuda_resident.c (fp-contract off). */
+ * prediction in gpunb_handle.h and gpunb_cuda_resident.c (fp-contract off). */
 static __device__ __forceinline__ void gpunb_cuda_predict_record(const gpunb_cuda_jrec *r, double t, double x[3],
                                                                  double v[3])
 {

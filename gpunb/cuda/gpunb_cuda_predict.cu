@@ -5,7 +5,7 @@
  *
  * The prediction is in double with NBODY6's Horner form and no contraction
  * into FMA (__dmul_rn/__dadd_rn), so it is bit-identical to the host's
- * (gpunb_api.c, fp-contract off): the host's and the GPU's j-sets are the
+ * (gpunb_handle.h, fp-contract off): the host's and the GPU's j-sets are the
  * same floats.  The i of a pending force that the host needs (the several-GPU
  * path, the redo of a block) are read back from the j-set (the fetch kernel
  * below), so that self stays an exact r = 0 neighbour even where the
