@@ -28,6 +28,10 @@ int gpunb_cuda_resident_ensure_records(cuda_state *s, cuda_gpu *g)
     const long share = (cap_tiles + s->ngpu - 1) / s->ngpu * GPUNB_CUDA_TILE_J;
     const size_t stage = (sizeof(gpunb_cuda_jrec) + sizeof(int)) * (size_t)share;
     CHECK(g, cudaMalloc((void **)&g->d_rec, sizeof(gpunb_cuda_jrec) * (size_t)share));
+    /* The irregular force's prediction pass predicts every record below n,
+     * also those never set (whose results no list reads): zeros, not
+     * undefined bytes, for compute-sanitizer's initcheck. */
+    CHECK(g, cudaMemset(g->d_rec, 0, sizeof(gpunb_cuda_jrec) * (size_t)share));
     CHECK(g, cudaMalloc((void **)&g->d_stage, stage));
     CHECK(g, cudaHostAlloc((void **)&g->h_stage, stage, cudaHostAllocPortable));
     g->rec_cap = share;
