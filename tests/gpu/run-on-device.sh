@@ -3,13 +3,13 @@
 # in one go (device time is scarce): bootstrap, configure with CUDA, build,
 # the GPU test (CUDA vs the double reference), the whole `make check` (the
 # Foundation tests then run on the CUDA back-end too), compute-sanitizer
-# memcheck, racecheck and synccheck on a reduced case, the SASS count per
-# interaction, the benchmark, Nsight Compute kernel figures, and a short
-# table at the end.
+# memcheck, racecheck, initcheck and synccheck on the reduced case of each
+# GPU test, the SASS count per interaction, the benchmark, Nsight Compute
+# kernel figures, and a short table at the end.
 # Usage, from the repository root on the GPU machine:
 #   bash tests/gpu/run-on-device.sh            (logs go to $OUT or /tmp/gpunb-out)
 #   MODE=short bash tests/gpu/run-on-device.sh (about 3 minutes: the GPU tests
-#     only inside `make check`, memcheck and racecheck, the default settings' benchmark,
+#     only inside `make check`, memcheck, racecheck and initcheck, the default settings' benchmark,
 #     the resident-path benchmark, ncu of the NI = 64 call)
 # With the device tool: run ./bootstrap here, then run the command
 #   bash tests/gpu/run-on-device.sh      (it sources tests/device-setup.sh)
@@ -44,27 +44,25 @@ done
 grep -E "cuda +extended" tests/test_resident.log | sed 's/^/  /' | tee -a "$S"
 grep -E "^  NJ=" tests/gpu/test_gpunb_resident_cuda.log | sed 's/^/  /' | tee -a "$S"
 
-# Sanitizers on the reduced case ("quick"), all in one log.
+# Sanitizers on the reduced case ("quick") of each GPU test: the legacy
+# call, the native extended path, the irregular force over lists (every
+# kernel of the back-end runs in one of them); all in one log.
 : >"$OUT/sanitizers.log"
-tools="memcheck racecheck synccheck"
-[ "$MODE" = full ] || tools="memcheck racecheck"
+tools="memcheck racecheck initcheck synccheck"
+[ "$MODE" = full ] || tools="memcheck racecheck initcheck"
 for tool in $tools; do
-  t0=$(date +%s)
-  echo "=== compute-sanitizer --tool $tool" >>"$OUT/sanitizers.log"
-  timeout 240 ./libtool --mode=execute compute-sanitizer --tool $tool --error-exitcode 9 \
-    ./tests/gpu/test_gpunb_cuda quick >"$OUT/$tool.tmp" 2>&1
-  rc=$?
-  cat "$OUT/$tool.tmp" >>"$OUT/sanitizers.log"
-  note "compute-sanitizer $tool (quick case): rc=$rc in $(( $(date +%s) - t0 )) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool.tmp" | tail -1) $(tail -1 "$OUT/$tool.tmp")"
-  rm -f "$OUT/$tool.tmp"
-  t0=$(date +%s)
-  echo "=== compute-sanitizer --tool $tool, native extended path" >>"$OUT/sanitizers.log"
-  timeout 240 ./libtool --mode=execute compute-sanitizer --tool $tool --error-exitcode 9 \
-    ./tests/gpu/test_gpunb_resident_cuda quick >"$OUT/$tool.tmp" 2>&1
-  rc=$?
-  cat "$OUT/$tool.tmp" >>"$OUT/sanitizers.log"
-  note "compute-sanitizer $tool (native path, quick): rc=$rc in $(( $(date +%s) - t0 )) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool.tmp" | tail -1) $(tail -1 "$OUT/$tool.tmp")"
-  rm -f "$OUT/$tool.tmp"
+  for t in "test_gpunb_cuda|quick case" "test_gpunb_resident_cuda|native path, quick" \
+    "test_gpunb_irregular_cuda|irregular force, quick"; do
+    prog=${t%%|*} what=${t#*|}
+    t0=$(date +%s)
+    echo "=== compute-sanitizer --tool $tool, $prog quick" >>"$OUT/sanitizers.log"
+    timeout 240 ./libtool --mode=execute compute-sanitizer --tool $tool --error-exitcode 9 \
+      ./tests/gpu/$prog quick >"$OUT/$tool.tmp" 2>&1
+    rc=$?
+    cat "$OUT/$tool.tmp" >>"$OUT/sanitizers.log"
+    note "compute-sanitizer $tool ($what): rc=$rc in $(( $(date +%s) - t0 )) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool.tmp" | tail -1) $(tail -1 "$OUT/$tool.tmp")"
+    rm -f "$OUT/$tool.tmp"
+  done
 done
 
 sass=$(PATH=$PATH:/usr/local/cuda/bin bash "$SRC/tests/gpu/sass_per_interaction.sh" .libs/libgpunb.so 5)
