@@ -222,6 +222,9 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
     CHECK(g, cudaMemset(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
     CHECK(g, cudaMalloc((void **)&g->d_sync, 2 * sizeof(int)));
     CHECK(g, cudaMemset(g->d_sync, 0, 2 * sizeof(int)));
+    /* cudaMemset runs in the legacy default stream, which the non-blocking
+     * streams of the calls do not wait for: done before the first call. */
+    CHECK(g, cudaDeviceSynchronize());
     if ((st = gpunb_cuda_mapped_alloc(g, (void **)&g->h_stamp, (void **)&g->d_stamp,
                                       sizeof(unsigned long long) * (1 + FUSED_REDUCE_NI))) ||
         (st = host_alloc(g, (void **)&g->h_jpos, jbytes)) ||

@@ -38,6 +38,8 @@ int gpunb_cuda_irr_open(void *state, int capacity, int lmax, int *on_device)
     const size_t rows = (size_t)g->rec_cap * (size_t)lmax;
     CHECK(g, cudaMalloc((void **)&g->d_lists, sizeof(int) * rows));
     CHECK(g, cudaMemset(g->d_lists, 0, sizeof(int) * rows)); /* every list empty, as on the host */
+    /* (in the legacy default stream, which the irregular stream does not wait for) */
+    CHECK(g, cudaDeviceSynchronize());
     CHECK(g, cudaMalloc((void **)&g->d_irr_pred, 4 * sizeof(double2) * (size_t)g->rec_cap));
     if ((st = gpunb_cuda_mapped_alloc(g, (void **)&g->h_rec_changed, (void **)&g->d_rec_changed,
                                       sizeof(int) * (size_t)g->rec_cap)) != GPUNB_OK ||

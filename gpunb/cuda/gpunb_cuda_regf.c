@@ -96,8 +96,9 @@ static int ensure_lists(cuda_gpu *g, long ints)
     CHECK(g, cudaMalloc((void **)&g->d_nblist, sizeof(int) * (size_t)ints));
     /* The gathering blocks load each row's first entries with its count, in
      * one round trip, and drop those past the count: defined bytes there
-     * keep compute-sanitizer's initcheck quiet (once per allocation). */
-    CHECK(g, cudaMemset(g->d_nblist, 0xff, sizeof(int) * (size_t)ints));
+     * keep compute-sanitizer's initcheck quiet (once per allocation; in
+     * the stream of the force kernels that write the rows). */
+    CHECK(g, cudaMemsetAsync(g->d_nblist, 0xff, sizeof(int) * (size_t)ints, g->stream));
     CHECK(g, cudaHostAlloc((void **)&g->h_out, out_bytes, cudaHostAllocPortable | cudaHostAllocMapped));
     CHECK(g, cudaHostGetDevicePointer((void **)&g->d_hout, g->h_out, 0));
     g->list_ints = ints;

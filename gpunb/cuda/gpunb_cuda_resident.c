@@ -32,6 +32,7 @@ int gpunb_cuda_resident_ensure_records(cuda_state *s, cuda_gpu *g)
      * also those never set (whose results no list reads): zeros, not
      * undefined bytes, for compute-sanitizer's initcheck. */
     CHECK(g, cudaMemset(g->d_rec, 0, sizeof(gpunb_cuda_jrec) * (size_t)share));
+    CHECK(g, cudaDeviceSynchronize()); /* (the legacy stream, which no stream of ours waits for) */
     CHECK(g, cudaMalloc((void **)&g->d_stage, stage));
     CHECK(g, cudaHostAlloc((void **)&g->h_stage, stage, cudaHostAllocPortable));
     g->rec_cap = share;
