@@ -139,6 +139,13 @@ void NB6_F_GPUNB_IRR_OPEN(int *lmax)
         stop();
 }
 
+void NB6_F_GPUNB_IRR_ON_DEVICE(int *on_device)
+{
+    require_open("GPUNB_IRR_ON_DEVICE");
+    if (gpunb_irr_on_device(default_handle, on_device) != GPUNB_OK)
+        stop();
+}
+
 /* Members made 0-based in a buffer of the call (SET_LIST comes from OpenMP
  * loops): on the stack up to lists of SET_LIST_STACK, which covers NBODY6's
  * LMAX; longer ones in memory of the call. */

@@ -173,6 +173,14 @@ GPUNB_API int gpunb_regf_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3], d
  * the count) for every j-particle 0..capacity-1.  Once per handle. */
 GPUNB_API int gpunb_irr_open(gpunb *nb, int lmax);
 
+/* *on_device = 1 where gpunb_firr_start computes on the GPU (the CUDA
+ * back-end with one GPU), 0 where the handle computes it on the host (the
+ * CPU back-ends, several GPUs), after gpunb_irr_open.  The host path is
+ * plain double-precision C, several times slower than GPUIRR's SIMD
+ * kernels: a caller with GPUIRR at hand asks, and keeps the irregular force
+ * there where the answer is 0. */
+GPUNB_API int gpunb_irr_on_device(const gpunb *nb, int *on_device);
+
 /* Store the neighbour list of j-particle j: n members, 0-based j-particle
  * indices, each set before with gpunb_set_jparticle, never j itself; any
  * order; 0 <= n <= lmax - 1.  Copied.  May be called from several threads

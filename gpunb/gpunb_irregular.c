@@ -311,6 +311,18 @@ int gpunb_firr_start(gpunb *nb, int ni, const int *j_index, double t)
     return GPUNB_OK;
 }
 
+int gpunb_irr_on_device(const gpunb *nb, int *on_device)
+{
+    if (!nb)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_irr_on_device: called before gpunb_open (handle is NULL)");
+    if (!on_device)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_irr_on_device: on_device is NULL");
+    if (!nb->irr_lmax)
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_irr_on_device: no lists: call gpunb_irr_open first");
+    *on_device = nb->irr_on_device;
+    return GPUNB_OK;
+}
+
 int gpunb_firr_done(gpunb *nb, int *done)
 {
     if (!nb)

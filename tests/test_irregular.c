@@ -27,6 +27,7 @@
 #include "testlib.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -504,6 +505,14 @@ static void interleaved(gpunb *nb, gpunb *leg, jset *s, expect_stats *ex, double
 
 /* A whole set on one handle: first blocks, changes without a prediction,
  * the interleaved forces, statistics. */
+/* The GPUs a CUDA handle uses, from its description ("CUDA, 2 GPUs: ..."); 0 otherwise. */
+static int gpus_of(const gpunb *nb)
+{
+    const char *d = strstr(gpunb_backend_description(nb), "CUDA, ");
+    int n = 0;
+    return d && sscanf(d + 6, "%d GPU", &n) == 1 ? n : 0;
+}
+
 static void run_set(enum gpunb_backend_kind kind, const char *label, int n, int lmax, const char *gpu_list)
 {
     jset s;
@@ -524,6 +533,11 @@ static void run_set(enum gpunb_backend_kind kind, const char *label, int n, int 
     for (int j = 0; j < n; j++)
         fails += set_record(nb, &s, j) != GPUNB_OK;
     fails += gpunb_irr_open(nb, lmax) != GPUNB_OK;
+    int ondev = -1;
+    fails += gpunb_irr_on_device(nb, &ondev) != GPUNB_OK;
+    /* with GPU_LIST naming a GPU twice, the j-set is split: the host computes */
+    TL_CHECK(ondev == (kind == GPUNB_BACKEND_CUDA && gpus_of(nb) == 1),
+             "%s%s%s: irr_on_device says %d", label, gpu_list ? ", GPU_LIST=" : "", gpu_list ? gpu_list : "", ondev);
     /* 1% of the lists are never set: the particle has none. */
     for (int j = 0; j < n; j++) {
         if (!is_special(&s, j) && tl_uniform() < 0.01)
@@ -700,10 +714,17 @@ static void rules(enum gpunb_backend_kind kind, const char *label)
     expect(gpunb_firr_start(nb, 1, idx, 0.0), "gpunb_irr_open", NULL, "firr_start before irr_open");
     TL_CHECK(gpunb_push(nb) == GPUNB_OK, "%s: push before irr_open (nothing to do) refused: %s", label,
              gpunb_last_error());
+    int ondev = 7;
+    expect(gpunb_irr_on_device(nb, &ondev), "gpunb_irr_open", NULL, "irr_on_device before irr_open");
+    TL_CHECK(ondev == 7, "%s: a refused irr_on_device wrote %d", label, ondev);
     expect(gpunb_irr_open(nb, 0), "lmax = 0", NULL, "irr_open lmax 0");
     expect(gpunb_irr_open(nb, -3), "lmax = -3", NULL, "irr_open lmax -3");
     TL_CHECK(gpunb_irr_open(nb, LMAX) == GPUNB_OK, "%s: irr_open: %s", label, gpunb_last_error());
     expect(gpunb_irr_open(nb, LMAX), "gpunb_irr_open", NULL, "irr_open twice");
+    expect(gpunb_irr_on_device(nb, NULL), "on_device", "NULL", "irr_on_device NULL on_device");
+    /* On the GPU exactly with the CUDA back-end and one GPU. */
+    if (TL_CHECK(gpunb_irr_on_device(nb, &ondev) == GPUNB_OK, "%s: irr_on_device: %s", label, gpunb_last_error()))
+        TL_CHECK(ondev == (kind == GPUNB_BACKEND_CUDA && gpus_of(nb) == 1), "%s: irr_on_device says %d", label, ondev);
 
     expect(gpunb_set_list(nb, CAP, 2, mem), "j = 500", NULL, "set_list j = capacity");
     expect(gpunb_set_list(nb, -1, 2, mem), "j = -1", NULL, "set_list j = -1");
@@ -789,6 +810,7 @@ static void rules(enum gpunb_backend_kind kind, const char *label)
     expect(gpunb_firr_finish(NULL, acc, jrk), "NULL", NULL, "firr_finish NULL handle");
     expect(gpunb_firr_done(NULL, &done), "NULL", NULL, "firr_done NULL handle");
     expect(gpunb_push(NULL), "NULL", NULL, "push NULL handle");
+    expect(gpunb_irr_on_device(NULL, &ondev), "NULL", NULL, "irr_on_device NULL handle");
     printf("  %s: call-order and argument rules hold\n", label);
 done:
     gpunb_close(nb);

@@ -13,7 +13,7 @@ module ac_forces
   private
   public :: forces_open, forces_close, regular_chunk, regular_chunk_start, regular_chunk_finish
   public :: regular_chunk_collect, regular_chunk_lists
-  public :: initial_forces, send_particle, upload_stale_jparticles
+  public :: initial_forces, send_particle, upload_stale_jparticles, gpu_irregular_on_device
   public :: xi, vi, gacc, gjrk, listgp, gf, gfd
 
   !> Per-chunk buffers, as in intgrt.omp.f: i-state, regular acc/jerk/pot,
@@ -52,6 +52,15 @@ contains
     call gpuirr_open(nn, lm)
     if (gpu_irr_min > 0) call gpunb_irr_open(lm)
   end subroutine forces_open
+
+  !> Whether GPUNB_FIRR_START computes on the GPU (after forces_open with
+  !> gpu_irr_min > 0); elsewhere GPUNB computes it on the host in plain C,
+  !> slower than GPUIRR.
+  logical function gpu_irregular_on_device()
+    integer(c_int) :: ondev
+    call gpunb_irr_on_device(ondev)
+    gpu_irregular_on_device = ondev == 1
+  end function gpu_irregular_on_device
 
   subroutine forces_close()
     call gpunb_close()

@@ -7,7 +7,7 @@ module ac_run
   use, intrinsic :: iso_fortran_env, only: real64, int64, error_unit, output_unit
   use ac_state
   use ac_blocks, only: blocks_init, blocks_free
-  use ac_forces, only: forces_open, forces_close, initial_forces
+  use ac_forces, only: forces_open, forces_close, initial_forces, gpu_irregular_on_device
   use ac_integrator, only: integrator_init, integrator_free, block_step
   use ac_clock, only: wall_seconds
   use ac_profile, only: profile_reset
@@ -55,8 +55,13 @@ module ac_run
     !> Off by default: no gain measured at 64k on the H100 box.
     logical :: morton = .false.
     !> Resident path: blocks of at least this many bodies take the irregular
-    !> force from GPUNB (on the GPU) instead of GPUIRR; 0: never.
+    !> force from GPUNB (on the GPU) instead of GPUIRR; 0: never.  Where
+    !> GPUNB would compute it on the host (the CPU back-end, several GPUs)
+    !> GPUIRR keeps it, unless gpu_irr_on_host is set.
     integer :: gpu_irr_min = 0
+    !> With gpu_irr_min: use GPUNB's irregular force also where it runs on
+    !> the host, in plain C (the tests, which check that path on the CPU).
+    logical :: gpu_irr_on_host = .false.
     !> With gpu_irr_min: GPUIRR takes a share of such a block on the host
     !> while the GPU computes the rest (ac_integrator).  Off by default: at
     !> 64k on the H100 box it gained nothing (the balance settles at 8-30 %
@@ -132,7 +137,7 @@ contains
     integer :: i
     real(dp) :: tkin, pot, rsmin, t_report, report_first, report_second
     integer(int64) :: nreg_split, nirr_split, nblock_split, nb_split
-    logical :: split_done, stopped
+    logical :: split_done, stopped, gpu_irr_dropped
 
     call state_free()
     call state_allocate(nbodies)
@@ -146,8 +151,6 @@ contains
     res%n = n
     res%nnb_target = nnb_target
     res%resident = resident
-    res%setjp_per_step = setjp_per_step
-    res%gpu_irr_min = gpu_irr_min
     res%threads = 1
     !$ res%threads = omp_get_max_threads()
     res%tend = opt%tend
@@ -161,6 +164,18 @@ contains
     call update_controls(tkin, pot)
     call initial_rs_guess()
     call forces_open()
+    ! With several GPUs or the CPU back-end GPUNB's irregular force runs on
+    ! the host, in plain C: GPUIRR's SIMD kernels then keep all of it (two
+    ! H200s, 64k: 8.8 s of irregular force against 2.6 s with GPUIRR).
+    gpu_irr_dropped = gpu_irr_min > 0 .and. .not. opt%gpu_irr_on_host
+    if (gpu_irr_dropped) gpu_irr_dropped = .not. gpu_irregular_on_device()
+    if (gpu_irr_dropped) then
+      gpu_irr_min = 0
+      push_min = 0
+      setjp_per_step = opt%setjp_per_step
+    end if
+    res%setjp_per_step = setjp_per_step
+    res%gpu_irr_min = gpu_irr_min
     call initial_forces()
     call core_radius(rsmin)
     rsfac = max(rsfac, 1.5_dp * sqrt(2.0_dp * tkin / sum(body)) / rsmin)
@@ -178,6 +193,8 @@ contains
         write(output_unit, '(3a)') '# GPUNB path: resident j-particles (GPUNB_SET_JP ', &
             trim(merge('per corrected step    ', 'once per regular block', setjp_per_step)), &
             ', GPUNB_PREDICT, GPUNB_REGF_START/FINISH overlapping the irregular work)'
+        if (gpu_irr_dropped) write(output_unit, '(a,i0,a)') '# -gpu-irr ', opt%gpu_irr_min, &
+            ' not used: GPUNB computes the irregular force on the GPU only with one GPU; GPUIRR keeps it'
         if (gpu_irr_min > 0) write(output_unit, '(a,i0,a)') '# irregular force of blocks of >= ', gpu_irr_min, &
             ' bodies: GPUNB_FIRR_START/FINISH (resident records and lists, in double)'
         if (gpu_irr_min > 0 .and. irr_first) write(output_unit, '(a)') &

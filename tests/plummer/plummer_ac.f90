@@ -169,7 +169,9 @@ contains
         '                  default) or as each body is corrected (step)', &
         '  -gpu-irr NMIN   resident path: blocks of at least NMIN bodies take the', &
         '                  irregular force from GPUNB (GPUNB_FIRR_START/FINISH: on', &
-        '                  the GPU, in double) instead of GPUIRR (0: never)', &
+        '                  the GPU, in double) instead of GPUIRR (0: never); with', &
+        '                  several GPUs or no GPU, GPUIRR keeps it (GPUNB would', &
+        '                  compute it on the host, more slowly)', &
         '  -irr-share W    with -gpu-irr: GPUIRR computes a share of such a block''s', &
         '                  irregular-only bodies on the host while the GPU computes', &
         '                  the rest, balanced per block size (on; off, the default)', &

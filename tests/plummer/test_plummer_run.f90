@@ -31,7 +31,7 @@ program test_plummer_run
   integer(c_int), parameter :: backend_cuda = 2
   integer, parameter :: dp = real64
   type(run_options) :: opt
-  type(run_result) :: r1, r2, r3, r4, r5, r6
+  type(run_result) :: r1, r2, r3, r4, r5, r6, r7
   real(dp), allocatable :: body(:), x(:,:), v(:,:), xa(:,:), va(:,:), xb(:,:), vb(:,:)
   integer :: npass, nfail, n
   real(dp) :: tol_paths
@@ -103,6 +103,11 @@ program test_plummer_run
   ! GPUNB_SET_LIST, GPUNB_FIRR_START/FINISH): double sums instead of GPUIRR's
   ! float ones on the SIMD kernels, so another trajectory, not other bits.
   opt%gpu_irr_min = 32
+  ! Where GPUNB computes that on the host (the CPU back-end, several GPUs)
+  ! the run keeps GPUIRR, so it repeats the last run bit for bit...
+  call run_plummer(n, body, x, v, opt, r7, xb, vb)
+  ! ... unless told to use GPUNB's host path.
+  opt%gpu_irr_on_host = .true.
   call run_plummer(n, body, x, v, opt, r5, xb, vb)
   ! The same with a share of each GPU block on the host (GPUIRR beside
   ! GPUNB_FIRR_START, balanced by GPUNB_FIRR_DONE) and GPUNB_PUSH after
@@ -112,6 +117,7 @@ program test_plummer_run
   call run_plummer(n, body, x, v, opt, r6, xb, vb)
   opt%irr_share = .false.
   opt%push_min = -1
+  opt%gpu_irr_on_host = .false.
   opt%gpu_irr_min = 0
   opt%setjp_per_step = .false.
   opt%resident = .false.
@@ -127,6 +133,19 @@ program test_plummer_run
   call check('-gpu-irr -irr-share on -push 32: |dE/E| <= 1e-5', abs(r6%de_over_e) <= 1.0e-5_dp, r6%de_over_e)
   call check('-gpu-irr -irr-share on -push 32: energy within 1e-7 of E of the legacy path', &
       abs(r6%e_end - r1%e_end) <= 1.0e-7_dp * abs(r1%e0), (r6%e_end - r1%e_end) / abs(r1%e0))
+  if (r7%gpu_irr_min == 0) then
+    write(*, '(a)') '-gpu-irr 32: GPUNB computes the irregular force on the host here; GPUIRR kept it'
+    call check('-gpu-irr on the host path: the same steps and energy as without it', &
+        r7%e_end == r4%e_end .and. r7%nirr_second == r4%nirr_second .and. r7%nreg_second == r4%nreg_second, &
+        (r7%e_end - r4%e_end) / abs(r1%e0))
+  else
+    write(*, '(a)') '-gpu-irr 32: GPUNB computes the irregular force on the GPU'
+    call check('-gpu-irr on the GPU: the same steps and energy as with gpu_irr_on_host', &
+        r7%e_end == r5%e_end .and. r7%nirr_second == r5%nirr_second .and. r7%nreg_second == r5%nreg_second, &
+        (r7%e_end - r5%e_end) / abs(r1%e0))
+  end if
+  call check('-gpu-irr: GPUIRR keeps the irregular force where GPUNB has no GPU for it', &
+      r7%gpu_irr_min == 0 .or. gpunb_backend_usable(backend_cuda) /= 0, real(r7%gpu_irr_min, dp))
   call check('-gpu-irr: one GPUNB_SET_JP per irregular step', &
       r5%nupload_second == r5%nirr_second .and. r5%nirr_second > 0, &
       real(r5%nupload_second, dp) / max(1_int64, r5%nirr_second))
