@@ -7,7 +7,8 @@
 !>   plummer_ac [-n N] [-seed S] [-tend T] [-etai E] [-etar E] [-nnb NB]
 !>              [-nbmax NB] [-smax S] [-npact NP] [-nimax NI] [-prefetch K] [-ascending F] [-order O] [-ic FILE] [-dump FILE] [-csv FILE]
 !>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-setjp W]
-!>              [-gpu-irr NMIN] [-irr-share on|off] [-irr-first on|off] [-push NMIN] [-profile] [-q]
+!>              [-gpu-irr NMIN] [-gpu-irr-host on|off] [-irr-share on|off] [-irr-first on|off]
+!>              [-push NMIN] [-profile] [-q]
 program plummer_ac
   use, intrinsic :: iso_fortran_env, only: real64, error_unit, output_unit
   use plummer_model, only: plummer_generate, plummer_read
@@ -74,6 +75,7 @@ program plummer_ac
     case ('-setjp'); opt%setjp_per_step = choice(arg, val, 'step', 'block')
     case ('-irr-share'); opt%irr_share = choice(arg, val, 'on', 'off')
     case ('-irr-first'); opt%irr_first = choice(arg, val, 'on', 'off')
+    case ('-gpu-irr-host'); opt%gpu_irr_on_host = choice(arg, val, 'on', 'off')
     case ('-order'); opt%morton = choice(arg, val, 'morton', 'given')
     case default
       write(error_unit, '(3a)') 'plummer_ac: unknown option "', trim(arg), '" (try -help)'
@@ -172,6 +174,9 @@ contains
         '                  the GPU, in double) instead of GPUIRR (0: never); with', &
         '                  several GPUs or no GPU, GPUIRR keeps it (GPUNB would', &
         '                  compute it on the host, more slowly)', &
+        '  -gpu-irr-host W with -gpu-irr: use GPUNB''s irregular force also where it', &
+        '                  runs on the host (on; for tests of that path; off, the', &
+        '                  default)', &
         '  -irr-share W    with -gpu-irr: GPUIRR computes a share of such a block''s', &
         '                  irregular-only bodies on the host while the GPU computes', &
         '                  the rest, balanced per block size (on; off, the default)', &

@@ -41,8 +41,9 @@ else
   fail=$((fail + 1)); echo "FAIL: -profile:"; cat "$out"
 fi
 # NB6ACCEL_PROFILE_IRR=1: the library's table of the irregular-force calls
-# at close (here on the host path), with a row of calls.
-if NB6ACCEL_PROFILE_IRR=1 "$driver" -n 512 -tend 0.25 -q -progress 0 -resident -gpu-irr 64 >"$out" 2>&1 &&
+# at close (here on the host path, which -gpu-irr-host on keeps), with a row of calls.
+if NB6ACCEL_PROFILE_IRR=1 "$driver" -n 512 -tend 0.25 -q -progress 0 -resident -gpu-irr 64 -gpu-irr-host on \
+  >"$out" 2>&1 &&
    grep -q '^profile gpunb_firr_start + finish' "$out" &&
    grep -A2 '^profile gpunb_firr_start + finish' "$out" | grep -Eq '^ +[0-9]+\.\. +[0-9]+ +[1-9]'; then
   pass=$((pass + 1)); echo "PASS: NB6ACCEL_PROFILE_IRR=1 prints the irregular calls' profile"
@@ -59,8 +60,9 @@ else
 fi
 # -irr-first on only starts the regular force later (after the irregular
 # one, in blocks that take theirs from GPUNB): the same final state.
-if "$driver" -n 512 -tend 0.25 -q -progress 0 -resident -gpu-irr 64 -dump "$out.a" >/dev/null 2>&1 &&
-   "$driver" -n 512 -tend 0.25 -q -progress 0 -resident -gpu-irr 64 -irr-first on -dump "$out.b" >"$out" 2>&1 &&
+if "$driver" -n 512 -tend 0.25 -q -progress 0 -resident -gpu-irr 64 -gpu-irr-host on -dump "$out.a" >/dev/null 2>&1 &&
+   "$driver" -n 512 -tend 0.25 -q -progress 0 -resident -gpu-irr 64 -gpu-irr-host on -irr-first on \
+     -dump "$out.b" >"$out" 2>&1 &&
    [ -s "$out.a" ] && cmp -s "$out.a" "$out.b"; then
   pass=$((pass + 1)); echo "PASS: -irr-first on ends in the same state as off"
 else
