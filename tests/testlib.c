@@ -107,6 +107,66 @@ void tl_cluster_make(tl_cluster *c, int n, int nghost, double offset, double pai
         c->m[i] /= mtot;
 }
 
+typedef struct morton_key {
+    unsigned key;
+    int index;
+} morton_key;
+
+static unsigned spread10(unsigned v)
+{
+    v &= 0x3ffu;
+    v = (v | (v << 16)) & 0x30000ffu;
+    v = (v | (v << 8)) & 0x300f00fu;
+    v = (v | (v << 4)) & 0x30c30c3u;
+    return (v | (v << 2)) & 0x9249249u;
+}
+
+static int cmp_morton(const void *a, const void *b)
+{
+    const morton_key *x = a, *y = b;
+    return x->key != y->key ? (x->key > y->key) - (x->key < y->key) : x->index - y->index;
+}
+
+void tl_spatial_order(int n, const double (*x)[3], const double centre[3], double half, int group, int *perm)
+{
+    morton_key *k = malloc(sizeof *k * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        unsigned c[3];
+        for (int d = 0; d < 3; d++) {
+            double t = (x[i][d] - centre[d] + half) / (2.0 * half) * 1024.0;
+            c[d] = t < 0.0 ? 0u : t >= 1023.0 ? 1023u : (unsigned)t;
+        }
+        k[i] = (morton_key){spread10(c[0]) | spread10(c[1]) << 1 | spread10(c[2]) << 2, i};
+    }
+    qsort(k, (size_t)n, sizeof *k, cmp_morton);
+    const int runs = group > 1 ? n / group : 0;
+    int s = (int)(0.618 * runs) | 1;
+    for (;; s += 2) { /* coprime to runs */
+        int a = s, b = runs;
+        while (b) {
+            int t = a % b;
+            a = b;
+            b = t;
+        }
+        if (a == 1 || runs == 0)
+            break;
+    }
+    for (int i = 0; i < n; i++) {
+        const int r = runs ? i / group : 0;
+        perm[r < runs ? (int)((long long)r * s % runs) * group + i % group : i] = k[i].index;
+    }
+    free(k);
+}
+
+void tl_permute_rows(double *a, int rows, int width, const int *perm)
+{
+    double *t = malloc(sizeof(double) * (size_t)rows * (size_t)width);
+    for (int r = 0; r < rows; r++)
+        memcpy(t + (size_t)r * width, a + (size_t)perm[r] * width, sizeof(double) * (size_t)width);
+    memcpy(a, t, sizeof(double) * (size_t)rows * (size_t)width);
+    free(t);
+}
+
 void tl_cluster_free(tl_cluster *c)
 {
     free(c->m);

@@ -31,6 +31,17 @@ void tl_cluster_free(tl_cluster *c);
 /* Mean mass of the massive particles (NBODY6's BODYM). */
 double tl_cluster_mean_mass(const tl_cluster *c);
 
+/* ---- spatial order -------------------------------------------------------
+ * perm[k] = the index of the k-th of n positions in Morton order (10 bits
+ * per axis over the cube centre +- half; beyond it clamped); with group > 1,
+ * the runs of `group` consecutive entries are then spread apart (run r goes
+ * to place r * s mod runs, s coprime to the number of runs; a short last
+ * run stays last).  NBODY6 keeps its bodies in no spatial order: this makes
+ * the inputs where neighbours crowd into few j-tiles. */
+void tl_spatial_order(int n, const double (*x)[3], const double centre[3], double half, int group, int *perm);
+/* a[r] = a[perm[r]] for rows of `width` doubles. */
+void tl_permute_rows(double *a, int rows, int width, const int *perm);
+
 /* ---- the documented prediction of a record ---------------------------------
  * x = x0 + dt (v0 + dt (fh + dt fd)), v = v0 + 2 dt (fh + 1.5 dt fd): NBODY6's
  * Horner form, compiled without contraction into FMA, as gpunb_predict and

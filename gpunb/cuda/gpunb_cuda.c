@@ -218,8 +218,8 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
     partial_floats = (size_t)(waves * g->force_blocks + GPUNB_CUDA_NI_CHUNK / GPUNB_CUDA_BLOCK_I) *
                      GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_NPARTIAL;
     CHECK(g, cudaMalloc((void **)&g->d_partial, sizeof(float) * partial_floats));
-    CHECK(g, cudaMalloc((void **)&g->d_nbcount, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
-    CHECK(g, cudaMemset(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
+    CHECK(g, cudaMalloc((void **)&g->d_nbcount, sizeof *g->d_nbcount * GPUNB_CUDA_NI_CHUNK));
+    CHECK(g, cudaMemset(g->d_nbcount, 0, sizeof *g->d_nbcount * GPUNB_CUDA_NI_CHUNK));
     CHECK(g, cudaMalloc((void **)&g->d_sync, 2 * sizeof(int)));
     CHECK(g, cudaMemset(g->d_sync, 0, 2 * sizeof(int)));
     /* cudaMemset runs in the legacy default stream, which the non-blocking

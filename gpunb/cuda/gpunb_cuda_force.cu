@@ -32,13 +32,14 @@ static __device__ __forceinline__ float rsqrt_ftz(float x)
     return y;
 }
 
-/* Append a thread's buffered neighbours (column `lane` of buf) to its i's
- * unordered list in global memory; the count grows even past cap, so that
- * an overflow reports the true count. */
-static __device__ __noinline__ void flush_neighbours(int (*buf)[GPUNB_CUDA_FORCE_THREADS], int lane,
-                                                     int n, int *count, int *list, int cap)
+/* Append a thread's n buffered word records (column `lane` of buf), which
+ * hold nnb neighbours, to its i's unordered records in global memory: one
+ * atomic adds both counts ((records << 32) + neighbours).  The counts grow
+ * even past cap, so that an overflow reports the true neighbour count. */
+static __device__ __noinline__ void flush_words(int2 (*buf)[GPUNB_CUDA_FORCE_THREADS], int lane, int n, int nnb,
+                                                unsigned long long *count, int2 *list, int cap)
 {
-    int pos = atomicAdd(count, n);
+    const int pos = (int)(atomicAdd(count, (unsigned long long)n << 32 | (unsigned)nnb) >> 32);
     for (int e = 0; e < n && pos + e < cap; e++)
         list[pos + e] = buf[e][lane];
 }
@@ -205,11 +206,11 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
     /* Two buffers of the j-tile: tile t + 1 is on its way while t is used. */
     __shared__ __align__(16) float4 sp[2][GPUNB_CUDA_TILE_J], sv[2][GPUNB_CUDA_TILE_J];
     __shared__ __align__(16) float4 sl[PRECISE ? 2 : 1][PRECISE ? GPUNB_CUDA_TILE_J : 1];
-    /* Neighbours buffered per thread before a flush to global memory: fewer
-     * in the PRECISE kernel, whose third j array would otherwise leave room
-     * for only 4 blocks per SM. */
-    constexpr int NB_DEPTH = PRECISE ? GPUNB_CUDA_NB_BUFFER / 2 : GPUNB_CUDA_NB_BUFFER;
-    __shared__ int nbbuf[NB_DEPTH][GPUNB_CUDA_FORCE_THREADS];
+    /* Word records (two ints) buffered per thread before a flush to global
+     * memory: fewer in the PRECISE kernel, whose third j array would
+     * otherwise leave room for only 4 blocks per SM. */
+    constexpr int NB_DEPTH = (PRECISE ? GPUNB_CUDA_NB_BUFFER / 2 : GPUNB_CUDA_NB_BUFFER) / 2;
+    __shared__ int2 nbbuf[NB_DEPTH][GPUNB_CUDA_FORCE_THREADS];
     /* Each thread's running sums in double, in shared memory rather than in
      * 14 registers: touched once per tile, and the registers they free let
      * more warps share each SM. */
@@ -280,9 +281,9 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
 #pragma unroll
     for (int c = 0; c < GPUNB_CUDA_NPARTIAL; c++)
         sums[c][tid] = 0.0;
-    int nbuf = 0;
-    int *const my_count = a.nbcount + i;
-    int *const my_list = a.nblist + (size_t)i * a.cap;
+    int nbuf = 0, nbuf_nb = 0; /* records buffered, and their neighbours */
+    unsigned long long *const my_count = a.nbcount + i;
+    int2 *const my_list = a.nblist + (size_t)i * a.cap;
 
     int b = 0;
     if (t_begin < t_end)
@@ -309,16 +310,17 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
                     const float4 lj = PRECISE ? sl[b][q] : make_float4(0, 0, 0, 0);
                     bits |= interact<PRECISE>(pi, vi, li, sp[b][q], sv[b][q], lj, s) ? (1u << k) : 0u;
                 }
-                /* Rare: a word with a neighbour.  Buffer them in shared memory;
-                 * global memory only when the buffer is full. */
-                while (bits) {
-                    const int k = __ffs(bits) - 1;
-                    bits &= bits - 1;
+                /* Rare: a word with neighbours.  One record for the word,
+                 * buffered in shared memory; global memory only when the
+                 * buffer is full. */
+                if (bits) {
                     if (nbuf == NB_DEPTH) {
-                        flush_neighbours(nbbuf, tid, nbuf, my_count, my_list, a.cap);
-                        nbuf = 0;
+                        flush_words(nbbuf, tid, nbuf, nbuf_nb, my_count, my_list, a.cap);
+                        nbuf = nbuf_nb = 0;
                     }
-                    nbbuf[nbuf++][tid] = a.j0 + t * GPUNB_CUDA_TILE_J + j_first + w * 32 + k;
+                    nbbuf[nbuf++][tid] =
+                        make_int2((a.j0 + t * GPUNB_CUDA_TILE_J + j_first + w * 32) >> 5, (int)bits);
+                    nbuf_nb += __popc(bits);
                 }
             }
             sums[0][tid] += s.ax;
@@ -333,7 +335,7 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
         b ^= 1;
     }
     if (nbuf)
-        flush_neighbours(nbbuf, tid, nbuf, my_count, my_list, a.cap);
+        flush_words(nbbuf, tid, nbuf, nbuf_nb, my_count, my_list, a.cap);
 
     /* The JWAYS partial sums of each i, added in a fixed order. */
     __syncthreads();

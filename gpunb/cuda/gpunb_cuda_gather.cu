@@ -1,5 +1,5 @@
 /* gpunb_cuda_gather.cu -- the list-gathering kernel: one block per i turns
- * the unordered neighbour entries the force blocks appended into i's sorted
+ * the unordered neighbour records the force blocks appended into i's sorted
  * list in pinned host memory (gather_one in gpunb_cuda_gather.cuh).
  *
  * For small blocks of i (where the call's latency is what counts) the same
@@ -16,7 +16,7 @@
 
 template <bool REDUCE>
 static __global__ void __launch_bounds__(GPUNB_CUDA_GATHER_THREADS)
-gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, int cap, int limit,
+gpunb_gather_kernel(unsigned long long *__restrict__ nbcount, const int2 *__restrict__ nblist, int cap, int limit,
                     int *__restrict__ compact, gpunb_cuda_result *__restrict__ result,
                     const float *__restrict__ partial, int nslices, int ni_pad,
                     unsigned long long *__restrict__ stamp_done)
@@ -39,7 +39,7 @@ gpunb_gather_kernel(int *__restrict__ nbcount, const int *__restrict__ nblist, i
     }
 }
 
-extern "C" cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist, int cap, int ni,
+extern "C" cudaError_t gpunb_cuda_launch_gather(unsigned long long *nbcount, const int2 *nblist, int cap, int ni,
                                                 int limit, int *compact, gpunb_cuda_result *result,
                                                 const float *partial, int nslices, int ni_pad,
                                                 unsigned long long *stamp_done, int pdl, cudaStream_t stream)

@@ -4,17 +4,18 @@
  * force kernel (gpunb_cuda_force.cu) in its own blocks after a grid-wide
  * barrier, on shared memory it no longer needs for the force.
  *
- * The unordered entries the force blocks appended (nbcount[i] of them, the
- * first cap in nblist[i * cap ...]) become one ascending list at compact +
- * i * cap: a fixed place, so no allocator (an atomic round trip per i) is
- * needed; the host reads only the counts it is told about, and the kernel
- * writes straight into pinned host memory, so the gaps cost no transfer.
- * Entries are distinct j indices, so each one's rank (the number of smaller
- * entries) is its place in the sorted list.
+ * The unordered word records the force blocks appended (nbcount[i] counts
+ * them and their neighbours; the first cap in nblist[i * cap ...]) become
+ * one ascending list at compact + i * cap: a fixed place, so no allocator
+ * (an atomic round trip per i) is needed; the host reads only the counts it
+ * is told about, and the kernel writes straight into pinned host memory, so
+ * the gaps cost no transfer.  Records are of distinct 32-j words, so a
+ * record's neighbours start at the number of neighbours in records of
+ * smaller words.
  *
  * The block is latency-bound (one i, a few hundred entries), so it issues
- * everything it can in one round trip: the count, the first GATHER_THREADS
- * entries (speculatively: those past the count are ignored) and, with
+ * everything it can in one round trip: the counts, the first GATHER_THREADS
+ * records (speculatively: those past the count are ignored) and, with
  * REDUCE, the partial sums; a second round only for lists longer than that.
  * Loads of what other blocks wrote go through L2 only (__ldcg): in the
  * single-launch kernel they were written in the same launch, where neither
@@ -25,8 +26,9 @@
 #include "gpunb_cuda_kernels.h"
 
 /* Shared scratch of gather_one: entries holds smem_list + 4 ints (16-byte
- * aligned; 4 sentinels read as int4), sorted smem_list, red one double per
- * warp and partial component. */
+ * aligned: the records' keys, padded to a multiple of 4 and read as uint4,
+ * then their bits), sorted smem_list, red one double per warp and partial
+ * component. */
 typedef struct gather_smem {
     int *entries, *sorted;
     int smem_list;
@@ -45,18 +47,19 @@ static __device__ __forceinline__ unsigned long long gpu_clock_ns(void)
  * gathering kernel; 1 in the single-launch force kernel, whose 48 registers
  * would otherwise spill). */
 template <bool REDUCE, int UNROLL>
-static __device__ __forceinline__ void gather_one(int i, int *__restrict__ nbcount, const int *__restrict__ nblist,
-                                                  int cap, int limit, int *__restrict__ compact,
-                                                  gpunb_cuda_result *__restrict__ result,
+static __device__ __forceinline__ void gather_one(int i, unsigned long long *__restrict__ nbcount,
+                                                  const int2 *__restrict__ nblist, int cap, int limit,
+                                                  int *__restrict__ compact, gpunb_cuda_result *__restrict__ result,
                                                   const float *__restrict__ partial, int nslices, int ni_pad,
                                                   const gather_smem sm)
 {
     constexpr int NT = GPUNB_CUDA_GATHER_THREADS;
     const int tid = threadIdx.x;
-    const int *src = nblist + (size_t)i * cap;
-    /* one round trip: count, first entries, partial sums */
-    const int count = __ldcg(nbcount + i);
-    const int first = tid < cap ? __ldcg(src + tid) : 0x7fffffff;
+    const int2 *src = nblist + (size_t)i * cap;
+    /* one round trip: counts, first records, partial sums */
+    const unsigned long long counts = __ldcg(nbcount + i);
+    const int words = (int)(counts >> 32), count = (int)(unsigned)counts;
+    const int2 first = tid < cap ? __ldcg(src + tid) : make_int2(0, 0);
 
     if (REDUCE) { /* the slices of i over the threads, then a fixed-order sum */
         /* layout slices_inner: partial[(c * ni_pad + i) * nslices + slice] */
@@ -91,50 +94,55 @@ static __device__ __forceinline__ void gather_one(int i, int *__restrict__ nbcou
     }
     if (count > limit) /* uniform over the block */
         return;
+    /* Here words <= count <= limit <= cap: every record was stored.  The
+     * records' words are distinct, so a record's j go to the place given by
+     * the neighbours in records of smaller words, in ascending order. */
     int *dst = compact + (size_t)i * cap;
-    const bool in_smem = count <= sm.smem_list; /* uniform */
+    const int wpad = (words + 3) & ~3;
+    const bool in_smem = count <= sm.smem_list && wpad + words <= sm.smem_list + 4; /* uniform */
     if (in_smem) {
-        if (tid < count)
-            sm.entries[tid] = first;
-        for (int e = tid + NT; e < count; e += NT)
-            sm.entries[e] = __ldcg(src + e);
-        if (tid < 4)
-            sm.entries[count + tid] = 0x7fffffff; /* never smaller than an entry */
-    }
-    __syncthreads(); /* the entries are in shared memory */
-    if (in_smem) {
-        /* Each thread ranks two entries at once against all, four per
-         * shared load: count^2 / (2 x 4 x threads) loads per thread, the
-         * short critical path of a block of long lists.  The sorted list
-         * is written out in one coalesced pass (the output is pinned host
-         * memory: scattered 4-byte writes would each cross PCIe). */
-        const int4 *e4 = reinterpret_cast<const int4 *>(sm.entries);
-        const int n4 = (count + 3) >> 2;
-        for (int e0 = 0; e0 < count; e0 += 2 * NT) {
-            const int a = e0 + tid, b = a + NT;
-            const int va = a < count ? sm.entries[a] : 0x7fffffff, vb = b < count ? sm.entries[b] : 0x7fffffff;
-            int ra = 0, rb = 0;
-#pragma unroll 4
-            for (int k = 0; k < n4; k++) {
-                const int4 q = e4[k];
-                ra += (q.x < va) + (q.y < va) + (q.z < va) + (q.w < va);
-                rb += (q.x < vb) + (q.y < vb) + (q.z < vb) + (q.w < vb);
-            }
-            if (a < count)
-                sm.sorted[ra] = va;
-            if (b < count)
-                sm.sorted[rb] = vb;
+        /* keys: word << 6 | neighbours in it (word < 2^26), padded with
+         * keys no key exceeds; then the bits */
+        unsigned *keys = reinterpret_cast<unsigned *>(sm.entries);
+        int *bits = sm.entries + wpad;
+        for (int e = tid; e < words; e += NT) {
+            const int2 r = e == tid ? first : __ldcg(src + e);
+            keys[e] = (unsigned)r.x << 6 | (unsigned)__popc(r.y);
+            bits[e] = r.y;
         }
+        if (tid < wpad - words)
+            keys[words + tid] = 0xffffffffu;
+        __syncthreads(); /* the records are in shared memory */
+        const uint4 *k4 = reinterpret_cast<const uint4 *>(keys);
+        for (int e = tid; e < words; e += NT) {
+            const unsigned key = keys[e];
+            int at = 0;
+#pragma unroll 4
+            for (int k = 0; k < wpad / 4; k++) {
+                const uint4 q = k4[k];
+                at += (q.x < key ? (int)(q.x & 63) : 0) + (q.y < key ? (int)(q.y & 63) : 0) +
+                      (q.z < key ? (int)(q.z & 63) : 0) + (q.w < key ? (int)(q.w & 63) : 0);
+            }
+            const int j32 = (int)(key >> 6) << 5;
+            for (unsigned b = (unsigned)bits[e]; b; b &= b - 1)
+                sm.sorted[at++] = j32 + __ffs(b) - 1;
+        }
+        /* The sorted list is written out in one coalesced pass (the output
+         * is pinned host memory: scattered 4-byte writes would each cross
+         * PCIe). */
         __syncthreads();
         for (int e = tid; e < count; e += NT)
             dst[e] = sm.sorted[e];
-    } else { /* a list longer than shared memory: ranked from global memory */
-        for (int e = tid; e < count; e += NT) {
-            const int v = __ldcg(src + e);
-            int rank = 0;
-            for (int k = 0; k < count; k++)
-                rank += __ldcg(src + k) < v;
-            dst[rank] = v;
+    } else { /* a list longer than shared memory: placed straight from global memory */
+        for (int e = tid; e < words; e += NT) {
+            const int2 r = __ldcg(src + e);
+            int at = 0;
+            for (int k = 0; k < words; k++) {
+                const int2 q = __ldcg(src + k);
+                at += q.x < r.x ? __popc(q.y) : 0;
+            }
+            for (unsigned b = (unsigned)r.y; b; b &= b - 1)
+                dst[at++] = (r.x << 5) + __ffs(b) - 1;
         }
     }
 }

@@ -21,8 +21,13 @@ extern "C" {
  * jlo/ilo = (lo_x, lo_y, lo_z, 0) are read only when precise is set.
  * Outputs: partial[(slice * NPARTIAL + c) * ni_pad + i] for nslices slices
  * (or, with slices_inner set, partial[(c * ni_pad + i) * nslices + slice]);
- * nbcount[i] += neighbours found (must be 0 on entry), and the first `cap`
- * of them (j0 + local index, unordered) in nblist[i * cap + ...].
+ * the neighbours of i as word records, each 32 consecutive j of one thread's
+ * part of a tile: (first j / 32, bit k set where j = 32 * first + k is a
+ * neighbour), with j = j0 + local index; nbcount[i] (zero on entry) +=
+ * (records << 32) + neighbours, and the first `cap` records, unordered, in
+ * nblist[i * cap + ...].  One record where a word holds several neighbours
+ * (a spatially ordered j-set holds them together) keeps the recording from
+ * stalling a block's warps at its tile barrier.
  * With single set (one launch for the whole call, slices_inner layout), the
  * blocks then wait for each other at a grid-wide barrier (sync: two ints,
  * zero on entry and on return) and do what gpunb_cuda_launch_gather does with
@@ -47,8 +52,8 @@ typedef struct gpunb_cuda_force_args {
     int slice_units, slice_extra;
     float *partial;
     int slices_inner; /* the partial layout the fused gathering kernel reads coalesced */
-    int *nbcount;
-    int *nblist;
+    unsigned long long *nbcount;
+    int2 *nblist;
     int cap;
     /* single launch: also reduce and gather (see above) */
     int single;
@@ -79,9 +84,10 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nsli
                                                   int ni_pad, gpunb_cuda_result *result,
                                                   cudaStream_t stream);
 
-/* For each i < ni: read and reset nbcount[i]; if it exceeds limit store
- * -count, else sort the list into compact[i * cap ...] and store count and
- * offset (i * cap) in result[i].  With partial set (in
+/* For each i < ni: read and reset nbcount[i]; if its neighbours exceed
+ * limit store -neighbours, else expand its word records into the sorted
+ * list at compact[i * cap ...] and store count and offset (i * cap) in
+ * result[i].  With partial set (in
  * the slices_inner layout of the force kernel), also do what
  * gpunb_cuda_launch_reduce does (one launch for small ni).  With stamp_done
  * set, stamp_done[i] = the GPU clock (%globaltimer, ns) at the end of i's
@@ -89,7 +95,7 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nsli
  * sees the stamp may read them).  With pdl set (compute capability 9.0 and
  * later), a programmatic dependent launch on the force kernel just before it
  * in the stream (nothing in between). */
-NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(int *nbcount, const int *nblist, int cap,
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(unsigned long long *nbcount, const int2 *nblist, int cap,
                                                   int ni, int limit, int *compact,
                                                   gpunb_cuda_result *result, const float *partial,
                                                   int nslices, int ni_pad, unsigned long long *stamp_done,

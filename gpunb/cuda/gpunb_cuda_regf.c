@@ -79,8 +79,9 @@ static int cap_of(const cuda_gpu *g, int limit)
     return cap > 0 ? cap : 1;
 }
 
-/* The list buffers grow to chunk * cap ints the first time a call needs more
- * (once per run in NBODY6, whose lmax is fixed). */
+/* The list buffers grow to chunk * cap entries (word records on the GPU,
+ * sorted ints in the host's buffer) the first time a call needs more (once
+ * per run in NBODY6, whose lmax is fixed). */
 static int ensure_lists(cuda_gpu *g, long ints)
 {
     const size_t out_bytes = RESULTS_BYTES + sizeof(int) * (size_t)ints;
@@ -93,12 +94,12 @@ static int ensure_lists(cuda_gpu *g, long ints)
     g->d_nblist = NULL;
     g->h_out = g->d_hout = NULL;
     g->list_ints = 0;
-    CHECK(g, cudaMalloc((void **)&g->d_nblist, sizeof(int) * (size_t)ints));
+    CHECK(g, cudaMalloc((void **)&g->d_nblist, sizeof *g->d_nblist * (size_t)ints));
     /* The gathering blocks load each row's first entries with its count, in
      * one round trip, and drop those past the count: defined bytes there
      * keep compute-sanitizer's initcheck quiet (once per allocation; in
      * the stream of the force kernels that write the rows). */
-    CHECK(g, cudaMemsetAsync(g->d_nblist, 0xff, sizeof(int) * (size_t)ints, g->stream));
+    CHECK(g, cudaMemsetAsync(g->d_nblist, 0xff, sizeof *g->d_nblist * (size_t)ints, g->stream));
     CHECK(g, cudaHostAlloc((void **)&g->h_out, out_bytes, cudaHostAllocPortable | cudaHostAllocMapped));
     CHECK(g, cudaHostGetDevicePointer((void **)&g->d_hout, g->h_out, 0));
     g->list_ints = ints;
@@ -158,7 +159,7 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     if (s->dirty) {
         /* a failed call's kernels may still run: their stamps must not land in this call's */
         CHECK(g, cudaStreamSynchronize(g->stream));
-        CHECK(g, cudaMemsetAsync(g->d_nbcount, 0, sizeof(int) * GPUNB_CUDA_NI_CHUNK, g->stream));
+        CHECK(g, cudaMemsetAsync(g->d_nbcount, 0, sizeof *g->d_nbcount * GPUNB_CUDA_NI_CHUNK, g->stream));
         CHECK(g, cudaMemsetAsync(g->d_sync, 0, 2 * sizeof(int), g->stream));
     }
     const size_t ibytes = members ? sizeof(int4) * (size_t)ni_pad : sizeof(float4) * (size_t)ni_pad * (precise ? 3 : 2);

@@ -55,9 +55,9 @@ typedef struct cuda_gpu {
     float4 *d_jpos, *d_jvel, *d_jlo, *h_jpos, *h_jvel, *h_jlo; /* capacity rounded to a tile */
     float4 *d_ibuf;          /* 3 * NI_CHUNK: positions, velocities, remainders */
     float *d_partial;        /* per slice and i: NPARTIAL floats               */
-    int *d_nbcount;          /* NI_CHUNK, zero between calls                  */
+    unsigned long long *d_nbcount; /* NI_CHUNK, zero between calls: (records << 32) + neighbours */
     int *d_sync;             /* the single launch's grid barrier: 2 ints, zero between calls */
-    int *d_nblist;           /* chunk * cap unordered entries                  */
+    int2 *d_nblist;          /* chunk * cap unordered word records (see the force kernel) */
     /* results: NI_CHUNK records, then the sorted lists (list_ints ints): i's at i * cap */
     unsigned char *h_out, *d_hout; /* pinned host memory, and its address on the GPU */
     long list_ints;

@@ -10,6 +10,11 @@
  *              sass_per_interaction.sh) or else an assumed 42.
  * Usage: bench_gpunb [--ni "64 1024"] [--nj "16384 131072 1048576"]
  *                    [--sass 42.0] [--seconds 0.5] [--resident 0|1]
+ *                    [--order random|morton|spatial|quarters]
+ * --order morton: the j-set and each call's i in Morton order (NBODY6 keeps
+ * neither); spatial: the same, with the j-set's tiles (256 j) spread apart
+ * so that each force slice holds some of every region; quarters: the same
+ * with quarter tiles (64 j).
  * --resident 1: instead, per (NI, NJ), the extended path against the legacy
  * one: host prediction of all j + gpunb_send vs gpunb_set_jparticle of 1 % of
  * the records + gpunb_predict (GPU prediction), each until the j-set is on
@@ -287,7 +292,7 @@ int main(int argc, char **argv)
     int nis[16] = {64, 1024}, njs[16] = {16384, 131072, 1048576};
     int nni = 2, nnj = 3;
     double sass = 0.0, seconds = 0.5;
-    int resident = 0, irregular = 0;
+    int resident = 0, irregular = 0, spatial = 0;
     for (int a = 1; a + 1 < argc; a += 2) {
         if (strcmp(argv[a], "--ni") == 0)
             nni = parse_list(argv[a + 1], nis, 16);
@@ -301,6 +306,13 @@ int main(int argc, char **argv)
             resident = atoi(argv[a + 1]);
         else if (strcmp(argv[a], "--irregular") == 0)
             irregular = atoi(argv[a + 1]);
+        else if (strcmp(argv[a], "--order") == 0 &&
+                 (!strcmp(argv[a + 1], "random") || !strcmp(argv[a + 1], "morton") ||
+                  !strcmp(argv[a + 1], "spatial") || !strcmp(argv[a + 1], "quarters")))
+            spatial = !strcmp(argv[a + 1], "morton")     ? 1
+                      : !strcmp(argv[a + 1], "spatial")  ? 2
+                      : !strcmp(argv[a + 1], "quarters") ? 3
+                                                         : 0;
         else {
             fprintf(stderr, "bench_gpunb: unknown option %s\n", argv[a]);
             return 2;
@@ -345,6 +357,16 @@ int main(int argc, char **argv)
         int nj = njs[q];
         tl_cluster_make(&c, nj, nj / 200, 5.0, 0.1);
         double bodym = tl_cluster_mean_mass(&c);
+        const double centre[3] = {5.0, 5.0, 5.0}; /* tl_cluster_make's offset */
+        if (spatial) {
+            int *perm = malloc(sizeof(int) * (size_t)nj);
+            tl_spatial_order(nj, (const double(*)[3])c.x, centre, 4.0, spatial == 1 ? 1 : spatial == 2 ? 256 : 64,
+                             perm);
+            tl_permute_rows(&c.x[0][0], nj, 3, perm);
+            tl_permute_rows(&c.v[0][0], nj, 3, perm);
+            tl_permute_rows(c.m, nj, 1, perm);
+            free(perm);
+        }
         if (gpunb_open(&h, nj, GPUNB_BACKEND_CUDA) != GPUNB_OK ||
             gpunb_send(h, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v) != GPUNB_OK) {
             printf("FAIL: %s\n", gpunb_last_error());
@@ -370,6 +392,14 @@ int main(int argc, char **argv)
                 double r = cbrt(50.0 / nj) * pow(1.0 + rr2, 5.0 / 6.0);
                 h2[i] = r * r / bodym;
                 dtr[i] = 1e-3;
+            }
+            if (spatial) {
+                int *perm = malloc(sizeof(int) * (size_t)ni);
+                tl_spatial_order(ni, (const double(*)[3])xi, centre, 4.0, 1, perm);
+                tl_permute_rows(&xi[0][0], ni, 3, perm);
+                tl_permute_rows(&vi[0][0], ni, 3, perm);
+                tl_permute_rows(h2, ni, 1, perm);
+                free(perm);
             }
             gpunb_stats s0, s1;
             int reps = 0, cap = 10000;

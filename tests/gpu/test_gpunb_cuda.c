@@ -6,7 +6,8 @@
  * included), overflow (negative count, true size), nothing written past the
  * count or the last column, force/jerk/potential relative errors; repeat calls
  * give bit-identical results; gpunb_potential on the GPU against double;
- * GPU_LIST, NB6ACCEL_CUDA_WAVES, _SINGLE_LAUNCH, _PDL and _INLINE_I handling.
+ * GPU_LIST, NB6ACCEL_CUDA_WAVES, _SINGLE_LAUNCH, _PDL and _INLINE_I handling;
+ * a j-set and blocks in spatial order, where neighbours crowd into few words.
  * Without a usable GPU it prints "SKIP: ..." and exits 77.
  *
  * Lists may differ from the reference only in boundary-ambiguous members:
@@ -270,11 +271,34 @@ static int compare_column(const problem *p, const block *g, const block *r, int 
     return ok;
 }
 
+/* check_case puts each block's i in spatial order (check_spatial). */
+static int spatial_blocks;
+
+/* The rows of block b in the order perm. */
+static void block_permute(block *b, const int *perm)
+{
+    int *pick = malloc(sizeof(int) * (size_t)b->ni);
+    for (int i = 0; i < b->ni; i++)
+        pick[i] = b->pick[perm[i]];
+    memcpy(b->pick, pick, sizeof(int) * (size_t)b->ni);
+    free(pick);
+    tl_permute_rows(b->h2, b->ni, 1, perm);
+    tl_permute_rows(b->dtr, b->ni, 1, perm);
+    tl_permute_rows(&b->xi[0][0], b->ni, 3, perm);
+    tl_permute_rows(&b->vi[0][0], b->ni, 3, perm);
+}
+
 static void check_case(gpunb *gpu, gpunb *ref, const problem *p, int ni, double nb_target, int lmax,
                        int nbmax, const char *label)
 {
     block g, r;
     block_make(&g, p, ni, nb_target, lmax, nbmax);
+    if (spatial_blocks) {
+        int *perm = malloc(sizeof(int) * (size_t)ni);
+        tl_spatial_order(ni, (const double(*)[3])g.xi, p->com, 4.0, 1, perm);
+        block_permute(&g, perm);
+        free(perm);
+    }
     r = g; /* same inputs, own outputs */
     r.acc = malloc(sizeof(double[3]) * (size_t)ni);
     r.jrk = malloc(sizeof(double[3]) * (size_t)ni);
@@ -406,6 +430,57 @@ static void check_waves(int quick)
     tl_cluster_free(&c);
 }
 
+/* check_case for each NI of nis[0..n-1] up to quick_max (0: all), lmax 500,
+ * nbmax 450, labelled prefix + "NI=...". */
+static void check_sizes(gpunb *gpu, gpunb *ref, const problem *p, const int *nis, int n, int quick_max,
+                        double nb_target, const char *prefix)
+{
+    for (int k = 0; k < n; k++) {
+        if (quick_max && nis[k] > quick_max)
+            continue;
+        char label[64];
+        snprintf(label, sizeof label, "%sNI=%d", prefix, nis[k]);
+        check_case(gpu, ref, p, nis[k], nb_target, 500, 450, label);
+    }
+}
+
+/* A j-set and blocks of i in spatial (Morton) order, the j-tiles spread
+ * apart: each i's neighbours crowd into a few 32-j words, which the force
+ * kernel records as one entry each (and, in a -DGPUNB_CUDA_FAR_TEST=1
+ * build, most quarter tiles pass the far test).  NBODY6's order is not
+ * spatial; the other cases cover it. */
+static void check_spatial(int quick)
+{
+    const int nj = quick ? 3000 : 131072;
+    gpunb *gpu = NULL, *ref = NULL;
+    tl_cluster c;
+    tl_cluster_make(&c, nj, nj / 200, 0.0, 0.1);
+    int *perm = malloc(sizeof(int) * (size_t)nj);
+    const double centre[3] = {0.0, 0.0, 0.0};
+    tl_spatial_order(nj, (const double(*)[3])c.x, centre, 4.0, 256, perm);
+    tl_permute_rows(&c.x[0][0], nj, 3, perm);
+    tl_permute_rows(&c.v[0][0], nj, 3, perm);
+    tl_permute_rows(c.m, nj, 1, perm);
+    free(perm);
+    problem p;
+    problem_init(&p, &c);
+    if (TL_CHECK(gpunb_open(&gpu, nj, GPUNB_BACKEND_CUDA) == GPUNB_OK &&
+                     gpunb_open(&ref, nj, GPUNB_BACKEND_REFERENCE) == GPUNB_OK &&
+                     gpunb_send(gpu, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v) == GPUNB_OK &&
+                     gpunb_send(ref, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v) == GPUNB_OK,
+                 "spatial order: open or send failed: %s", gpunb_last_error())) {
+        spatial_blocks = 1;
+        const int nis[] = {64, 300, 1000, 2048};
+        check_sizes(gpu, ref, &p, nis, 4, quick ? 300 : 0, 80.0, "spatial, ");
+        check_case(gpu, ref, &p, quick ? 40 : 300, 80.0, 20, 400, "spatial, overflow by lmax");
+        spatial_blocks = 0;
+    }
+    gpunb_close(gpu);
+    gpunb_close(ref);
+    problem_free(&p);
+    tl_cluster_free(&c);
+}
+
 /* NB6ACCEL_CUDA_SINGLE_LAUNCH, NB6ACCEL_CUDA_PDL and NB6ACCEL_CUDA_INLINE_I:
  * anything but 0 or 1 is refused with a message naming the variable; two
  * kernels, the single launch, the gathering kernel as a dependent launch,
@@ -527,13 +602,7 @@ int main(int argc, char **argv)
         TL_CHECK(gpunb_send(gpu, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v) == GPUNB_OK &&
                      gpunb_send(ref, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v) == GPUNB_OK,
                  "send failed: %s", gpunb_last_error());
-        for (unsigned k = 0; k < sizeof nis / sizeof nis[0]; k++) {
-            if (quick && nis[k] > 64)
-                continue;
-            char label[64];
-            snprintf(label, sizeof label, "NI=%d", nis[k]);
-            check_case(gpu, ref, &p, nis[k], 50.0, 500, 450, label);
-        }
+        check_sizes(gpu, ref, &p, nis, (int)(sizeof nis / sizeof nis[0]), quick ? 64 : 0, 50.0, "");
         check_case(gpu, ref, &p, quick ? 40 : 300, 80.0, 200, 30, "overflow by nbmax");
         check_case(gpu, ref, &p, quick ? 40 : 300, 80.0, 20, 400, "overflow by lmax");
         check_case(gpu, ref, &p, 50, 0.0, 10, 8, "h2 = 0: empty lists");
@@ -576,6 +645,7 @@ int main(int argc, char **argv)
     check_gpu_list();
     check_waves(quick);
     check_single_launch(quick);
+    check_spatial(quick);
 
     printf("relative errors vs double over %ld columns: acc worst %.3e rms %.3e, jerk worst %.3e rms "
            "%.3e, pot worst %.3e; %ld ambiguous members moved, %ld overflowed columns\n",
