@@ -12,7 +12,7 @@
 # (e.g. "old|@.ab-old", a git worktree of the previous code).
 # Per variant: ptxas' registers and spills of the fast force kernel, the
 # quick GPU test against the double reference, then ROUNDS rounds of the
-# benchmark (BENCH_NI x BENCH_NJ), and Nsight Compute's figures of the force
+# benchmark (BENCH_NI x BENCH_NJ, with BENCH_ARGS), and Nsight Compute's figures of the force
 # kernel at NI = 1024, NJ = 128k (instructions per interaction from the
 # executed count, issue, warps, stall samples).  SOURCE_VARIANT=label also
 # saves that variant's per-instruction SASS counts and stall samples
@@ -31,7 +31,9 @@ S=$OUT/summary.txt
 : >"$S"
 note() { echo "$*" | tee -a "$S"; }
 note "device: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
-if command -v libtoolize >/dev/null 2>&1 || [ ! -x configure ]; then ./bootstrap >"$LOGS/bootstrap.log" 2>&1; fi
+# (a carried configure is kept: some lent machines have a libtoolize without
+# its aclocal macros, and a bootstrap there breaks the tree)
+[ -x configure ] || ./bootstrap >"$LOGS/bootstrap.log" 2>&1
 
 labels=()
 declare -A flags
@@ -69,7 +71,7 @@ for r in $(seq "$ROUNDS"); do
     [ -x "$dir/tests/gpu/bench_gpunb" ] || continue
     note "== round $r $label"
     (cd "$dir" && timeout 100 ./tests/gpu/bench_gpunb --ni "${BENCH_NI:-64 1024}" \
-      --nj "${BENCH_NJ:-131072 1048576}" --seconds 0.3 2>&1) | grep -E '^ +[0-9]' | sed 's/^/  /' | tee -a "$S"
+      --nj "${BENCH_NJ:-131072 1048576}" --seconds 0.3 ${BENCH_ARGS:-} 2>&1) | grep -E '^ +[0-9]' | sed 's/^/  /' | tee -a "$S"
   done
 done
 
@@ -85,7 +87,7 @@ for label in "${labels[@]}"; do
   [ -x "$dir/tests/gpu/bench_gpunb" ] || continue
   (cd "$dir" && NB6ACCEL_CUDA_PRECISE=never timeout 150 ./libtool --mode=execute ncu --clock-control none \
     --kernel-name regex:gpunb_force --launch-skip 4 --launch-count 1 --metrics "$metrics" \
-    ./tests/gpu/bench_gpunb --ni 1024 --nj 131072 --seconds 0) >"$LOGS/ncu-$label.log" 2>&1
+    ./tests/gpu/bench_gpunb --ni 1024 --nj 131072 --seconds 0 ${BENCH_ARGS:-}) >"$LOGS/ncu-$label.log" 2>&1
   note "== ncu $label (NI=1024, NJ=131072: 1.342e8 interactions): rc=$?"
   grep -E "gpu__time_duration|issue_active|warps_active|inst_executed|stalled" "$LOGS/ncu-$label.log" |
     sed 's/^ */  /' | tee -a "$S"
@@ -94,7 +96,8 @@ for label in "${labels[@]}"; do
   if [ "${SOURCE_VARIANT:-}" = "$label" ]; then
     (cd "$dir" && NB6ACCEL_CUDA_PRECISE=never timeout 200 ./libtool --mode=execute ncu --clock-control none \
       --kernel-name regex:gpunb_force --launch-skip 4 --launch-count 1 --section SourceCounters \
-      --section WarpStateStats -f -o "$LOGS/src-$label" ./tests/gpu/bench_gpunb --ni 1024 --nj 131072 --seconds 0) \
+      --section WarpStateStats -f -o "$LOGS/src-$label" ./tests/gpu/bench_gpunb --ni 1024 --nj 131072 --seconds 0 \
+      ${BENCH_ARGS:-}) \
       >"$LOGS/ncu-src-$label.log" 2>&1
     ncu --import "$LOGS/src-$label.ncu-rep" --page source --csv --print-source sass >"$OUT/sass-$label.csv" 2>&1
     note "  per-instruction profile: rc=$? $(wc -l <"$OUT/sass-$label.csv") lines in sass-$label.csv"
