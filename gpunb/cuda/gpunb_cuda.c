@@ -50,6 +50,7 @@ static void free_gpu(cuda_gpu *g)
     cudaFree(g->d_jpos);
     cudaFree(g->d_jvel);
     cudaFree(g->d_jlo);
+    cudaFree(g->d_box);
     cudaFreeHost(g->h_jpos);
     cudaFreeHost(g->h_jvel);
     cudaFreeHost(g->h_jlo);
@@ -212,6 +213,8 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
     CHECK(g, cudaMalloc((void **)&g->d_jpos, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_jvel, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_jlo, jbytes));
+    if (GPUNB_CUDA_FAR_TEST)
+        CHECK(g, cudaMalloc((void **)&g->d_box, jbytes / GPUNB_CUDA_QUARTER_J * 4));
     CHECK(g, cudaMalloc((void **)&g->d_ibuf, 3 * sizeof(float4) * GPUNB_CUDA_NI_CHUNK));
     CHECK(g, cudaMalloc((void **)&g->d_iidx, sizeof(int4) * GPUNB_CUDA_NI_CHUNK));
     /* nslices * ni_tiles <= max(waves * force_blocks, ni_tiles) (see launch_gpu, gpunb_cuda_regf.c) */
@@ -424,6 +427,14 @@ void gpunb_cuda_choose_origin(cuda_state *s, int nj, const double *m, const doub
     s->min_mass = min_mass < INFINITY ? min_mass : 0.0;
 }
 
+int gpunb_cuda_boxes(cuda_gpu *g)
+{
+    if (GPUNB_CUDA_FAR_TEST)
+        CHECK(g, gpunb_cuda_launch_boxes(g->d_jpos, g->d_jvel, (int)(g->ntiles * GPUNB_CUDA_JWAYS), g->d_box,
+                                         g->stream));
+    return GPUNB_OK;
+}
+
 /* The j-set split over the GPUs in contiguous whole tiles. */
 void gpunb_cuda_split_jset(cuda_state *s, int nj)
 {
@@ -473,6 +484,9 @@ static int cuda_send(void *state, int nj, const double *m, const double (*x)[3],
         CHECK(g, cudaMemcpyAsync(g->d_jpos, g->h_jpos, bytes, cudaMemcpyHostToDevice, g->stream));
         CHECK(g, cudaMemcpyAsync(g->d_jvel, g->h_jvel, bytes, cudaMemcpyHostToDevice, g->stream));
         CHECK(g, cudaMemcpyAsync(g->d_jlo, g->h_jlo, bytes, cudaMemcpyHostToDevice, g->stream));
+        int st = gpunb_cuda_boxes(g);
+        if (st != GPUNB_OK)
+            return st;
     }
     s->nj = nj;
     return GPUNB_OK;

@@ -22,6 +22,13 @@
 #define GPUNB_CUDA_WORD_UNROLL 2
 #endif
 static constexpr int word_unroll = GPUNB_CUDA_WORD_UNROLL; /* (#pragma unroll expands no macro) */
+#if GPUNB_CUDA_FAR_TEST
+/* The same for the words of a quarter that passed the far test. */
+#ifndef GPUNB_CUDA_FAR_UNROLL
+#define GPUNB_CUDA_FAR_UNROLL 1
+#endif
+static constexpr int far_unroll = GPUNB_CUDA_FAR_UNROLL;
+#endif
 
 /* rsqrt.approx.ftz: one MUFU.RSQ, without the denormal fix-up code that
  * rsqrtf() gets when nvcc runs without -ftz=true. */
@@ -128,6 +135,66 @@ static __device__ __forceinline__ bool interact(const float4 pi, const float4 vi
     s.jz += mr3 * (dvz + alpha * dz);
     return nb;
 }
+
+#if GPUNB_CUDA_FAR_TEST
+/* interact<false> for a pair that is known to be no neighbour (the far
+ * test): the same arithmetic and the same bits, without the criterion. */
+static __device__ __forceinline__ void interact_far(const float4 pi, const float4 vi, const float4 pj,
+                                                    const float4 vj, tile_sums &s)
+{
+    const float dx = pj.x - pi.x, dy = pj.y - pi.y, dz = pj.z - pi.z;
+    const float dvx = vj.x - vi.x, dvy = vj.y - vi.y, dvz = vj.z - vi.z;
+    const float r2 = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, GPUNB_CUDA_R2_FLOOR)));
+    const float rinv = rsqrt_ftz(r2);
+    const float rinv2 = rinv * rinv;
+    const float mr = pj.w * rinv;
+    const float mr3 = mr * rinv2;
+    const float rv = dx * dvx + dy * dvy + dz * dvz;
+    const float alpha = -3.0f * rv * rinv2;
+    s.pot += mr;
+    s.ax += mr3 * dx;
+    s.ay += mr3 * dy;
+    s.az += mr3 * dz;
+    s.jx += mr3 * (dvx + alpha * dx);
+    s.jy += mr3 * (dvy + alpha * dy);
+    s.jz += mr3 * (dvz + alpha * dz);
+}
+
+/* Rounding allowances of the far test.  Every float difference of the pair
+ * arithmetic and of the test is off by a few units of 2^-24 of the largest
+ * magnitude involved (|x_i|, |x_j|, dt |v|): each distance to the box is
+ * shortened by FAR_PAD times that sum, 16 times more; and the squares by
+ * the factor FAR_SHRINK against the products' relative rounding. */
+#define FAR_PAD 0x1p-18f
+#define FAR_SHRINK (1.0f - 0x1p-10f)
+
+/* Whether no j of quarter q can be a neighbour of this thread's i, nor at
+ * r = 0: the distance from x_i to the box of the x_j, and from x_i + dt v_i
+ * to the box of the x_j + dt v_j (which holds them for dt >= 0), both at
+ * least sqrt(m_max h2).  NaN anywhere, or dt < 0, answers false. */
+static __device__ __forceinline__ bool far_from_quarter(const float4 *__restrict__ box, int q, const float4 pi,
+                                                        const float4 vi)
+{
+    const float4 lo = __ldg(box + 4 * q), hi = __ldg(box + 4 * q + 1);
+    const float4 vlo = __ldg(box + 4 * q + 2), vhi = __ldg(box + 4 * q + 3);
+    const float h2 = pi.w, dt = vi.w;
+    const float imag = fmaxf(fmaxf(fabsf(pi.x), fabsf(pi.y)), fabsf(pi.z)) +
+                       dt * fmaxf(fmaxf(fabsf(vi.x), fabsf(vi.y)), fabsf(vi.z));
+    const float pad = FAR_PAD * fmaf(dt, vhi.w, imag + hi.w);
+    const float ex = fmaxf(fmaxf(lo.x - pi.x, pi.x - hi.x) - pad, 0.0f);
+    const float ey = fmaxf(fmaxf(lo.y - pi.y, pi.y - hi.y) - pad, 0.0f);
+    const float ez = fmaxf(fmaxf(lo.z - pi.z, pi.z - hi.z) - pad, 0.0f);
+    const float px = fmaf(dt, vi.x, pi.x), py = fmaf(dt, vi.y, pi.y), pz = fmaf(dt, vi.z, pi.z);
+    const float fx = fmaxf(fmaxf(fmaf(dt, vlo.x, lo.x) - px, px - fmaf(dt, vhi.x, hi.x)) - pad, 0.0f);
+    const float fy = fmaxf(fmaxf(fmaf(dt, vlo.y, lo.y) - py, py - fmaf(dt, vhi.y, hi.y)) - pad, 0.0f);
+    const float fz = fmaxf(fmaxf(fmaf(dt, vlo.z, lo.z) - pz, pz - fmaf(dt, vhi.z, hi.z)) - pad, 0.0f);
+    const float d2 = (ex * ex + ey * ey + ez * ez) * FAR_SHRINK;
+    const float p2 = (fx * fx + fy * fy + fz * fz) * FAR_SHRINK;
+    const float mh2 = lo.w * h2;
+    return d2 >= mh2 && p2 >= mh2 && d2 > 0.0f && dt >= 0.0f;
+}
+
+#endif
 
 /* The end of a single-launch force kernel: a grid-wide barrier (every
  * block is resident: cooperative launch), then the first min(ni, blocks)
@@ -301,26 +368,41 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
         if (my_quarter >= q_begin && my_quarter < q_end) { /* uniform per warp */
             tile_sums s = {0, 0, 0, 0, 0, 0, 0};
             const int j_first = way * GPUNB_CUDA_BLOCK_I; /* this thread's part of the tile */
-#pragma unroll word_unroll
-            for (int w = 0; w < GPUNB_CUDA_BLOCK_I / 32; w++) {
-                unsigned bits = 0;
+            static_assert(GPUNB_CUDA_BLOCK_I == GPUNB_CUDA_QUARTER_J, "a way's part of the tile is one box");
+#if GPUNB_CUDA_FAR_TEST
+            if (!PRECISE && a.box && __all_sync(0xffffffffu, far_from_quarter(a.box, my_quarter, pi, vi))) {
+#pragma unroll far_unroll
+                for (int w = 0; w < GPUNB_CUDA_BLOCK_I / 32; w++) {
 #pragma unroll
-                for (int k = 0; k < 32; k++) {
-                    const int q = j_first + w * 32 + k;
-                    const float4 lj = PRECISE ? sl[b][q] : make_float4(0, 0, 0, 0);
-                    bits |= interact<PRECISE>(pi, vi, li, sp[b][q], sv[b][q], lj, s) ? (1u << k) : 0u;
-                }
-                /* Rare: a word with neighbours.  One record for the word,
-                 * buffered in shared memory; global memory only when the
-                 * buffer is full. */
-                if (bits) {
-                    if (nbuf == NB_DEPTH) {
-                        flush_words(nbbuf, tid, nbuf, nbuf_nb, my_count, my_list, a.cap);
-                        nbuf = nbuf_nb = 0;
+                    for (int k = 0; k < 32; k++) {
+                        const int q = j_first + w * 32 + k;
+                        interact_far(pi, vi, sp[b][q], sv[b][q], s);
                     }
-                    nbbuf[nbuf++][tid] =
-                        make_int2((a.j0 + t * GPUNB_CUDA_TILE_J + j_first + w * 32) >> 5, (int)bits);
-                    nbuf_nb += __popc(bits);
+                }
+            } else
+#endif
+            {
+#pragma unroll word_unroll
+                for (int w = 0; w < GPUNB_CUDA_BLOCK_I / 32; w++) {
+                    unsigned bits = 0;
+#pragma unroll
+                    for (int k = 0; k < 32; k++) {
+                        const int q = j_first + w * 32 + k;
+                        const float4 lj = PRECISE ? sl[b][q] : make_float4(0, 0, 0, 0);
+                        bits |= interact<PRECISE>(pi, vi, li, sp[b][q], sv[b][q], lj, s) ? (1u << k) : 0u;
+                    }
+                    /* Rare: a word with neighbours.  One record for the word,
+                     * buffered in shared memory; global memory only when the
+                     * buffer is full. */
+                    if (bits) {
+                        if (nbuf == NB_DEPTH) {
+                            flush_words(nbbuf, tid, nbuf, nbuf_nb, my_count, my_list, a.cap);
+                            nbuf = nbuf_nb = 0;
+                        }
+                        nbbuf[nbuf++][tid] =
+                            make_int2((a.j0 + t * GPUNB_CUDA_TILE_J + j_first + w * 32) >> 5, (int)bits);
+                        nbuf_nb += __popc(bits);
+                    }
                 }
             }
             sums[0][tid] += s.ax;

@@ -63,6 +63,9 @@ typedef struct gpunb_cuda_force_args {
     int *compact;
     /* where set, block (0, 0) stores the GPU clock (%globaltimer, ns) here at its start */
     unsigned long long *stamp_start;
+    /* where set (fast kernel only), the quarter tiles' boxes of
+     * gpunb_cuda_launch_boxes for the far test */
+    const float4 *box;
 } gpunb_cuda_force_args;
 
 /* The i of a one-tile launch in the kernel's parameters: v[0, BLOCK_I) as
@@ -100,6 +103,13 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(unsigned long long *nbcount, c
                                                   gpunb_cuda_result *result, const float *partial,
                                                   int nslices, int ni_pad, unsigned long long *stamp_done,
                                                   int pdl, cudaStream_t stream);
+
+/* The bounding box of quarter tile q's massive j (of jpos, jvel) into
+ * box[4q .. 4q + 3]: (lo x, y, z, largest mass), (hi x, y, z, largest
+ * |coordinate|), (velocity lo, 0), (velocity hi, largest |velocity|); a
+ * quarter without massive j gets lo = +inf, hi = -inf, mass 0. */
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_boxes(const float4 *jpos, const float4 *jvel, int nquarters,
+                                                 float4 *box, cudaStream_t stream);
 
 /* rec[index[k]] = staged[k] for k < n (index local to this GPU's records). */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_scatter(const gpunb_cuda_jrec *staged, const int *index,

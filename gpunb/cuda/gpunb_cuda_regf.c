@@ -186,6 +186,7 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         .single = single, .sync = g->d_sync, .ni = ni, .limit = limit,
         .result = results_of(g->d_hout), .compact = compact_of(g->d_hout, ni),
         .stamp_start = g->stamped_ni ? g->d_stamp : NULL,
+        .box = GPUNB_CUDA_FAR_TEST && !precise ? g->d_box : NULL,
     };
     /* A programmatic dependent launch needs the gathering kernel right after
      * the force kernel.  The force time of a small call includes the

@@ -53,6 +53,7 @@ typedef struct cuda_gpu {
     int j0, nj;
     long long ntiles;
     float4 *d_jpos, *d_jvel, *d_jlo, *h_jpos, *h_jvel, *h_jlo; /* capacity rounded to a tile */
+    float4 *d_box; /* the far test's box of each quarter tile of the j-set: 4 float4 each */
     float4 *d_ibuf;          /* 3 * NI_CHUNK: positions, velocities, remainders */
     float *d_partial;        /* per slice and i: NPARTIAL floats               */
     unsigned long long *d_nbcount; /* NI_CHUNK, zero between calls: (records << 32) + neighbours */
@@ -179,6 +180,10 @@ NB6_INTERNAL int gpunb_cuda_mapped_alloc(cuda_gpu *g, void **host, void **device
  * x[j * stride + c], v[j * stride + c]. */
 NB6_INTERNAL void gpunb_cuda_choose_origin(cuda_state *s, int nj, const double *m, const double *x, const double *v,
                                            size_t mstride, size_t stride);
+
+/* The far test's boxes of GPU g's j-set (GPUNB_CUDA_FAR_TEST builds), after
+ * the j-set in g's stream. */
+NB6_INTERNAL int gpunb_cuda_boxes(cuda_gpu *g);
 
 /* The j-set of nj split over the GPUs in contiguous whole tiles (j0, nj, ntiles of each). */
 NB6_INTERNAL void gpunb_cuda_split_jset(cuda_state *s, int nj);
