@@ -92,7 +92,7 @@ typedef struct tile_sums {
  * FSEL, 3 FMUL (rinv2, m rinv, m rinv^3), FADD (pot), 3 FFMA (acc), 3 + 2 +
  * 6 (jerk), 1 (flag) = 41 instructions for the 60 flops of the convention;
  * the PRECISE one adds an LDS and 3 FADD (and the exact r = 0 test). */
-template <bool PRECISE>
+template <bool PRECISE, bool CRITERION = true>
 static __device__ __forceinline__ bool interact(const float4 pi, const float4 vi, const float4 li,
                                                 const float4 pj, const float4 vj, const float4 lj,
                                                 tile_sums &s)
@@ -117,10 +117,13 @@ static __device__ __forceinline__ bool interact(const float4 pi, const float4 vi
     const float rp2 = px * px + py * py + pz * pz;
     const float mh2 = pj.w * h2;
     /* Neighbour: min(r2, rp2) < m_j h2, written without a branch.
-     * Neighbours and r = 0 pairs get rinv = 0: no force, no NaN. */
-    const bool nb = (r2 < mh2) | (rp2 < mh2);
+     * Neighbours and r = 0 pairs get rinv = 0: no force, no NaN.  Without
+     * CRITERION (a pair the far test found no neighbour, r > 0) the same
+     * arithmetic and bits, without the test. */
+    const bool nb = CRITERION && ((r2 < mh2) | (rp2 < mh2));
     float rinv = rsqrt_ftz(r2);
-    rinv = (PRECISE ? (nb | (r2 == 0.0f)) : nb) ? 0.0f : rinv;
+    if (CRITERION)
+        rinv = (PRECISE ? (nb | (r2 == 0.0f)) : nb) ? 0.0f : rinv;
     const float rinv2 = rinv * rinv;
     const float mr = pj.w * rinv;
     const float mr3 = mr * rinv2;
@@ -137,29 +140,6 @@ static __device__ __forceinline__ bool interact(const float4 pi, const float4 vi
 }
 
 #if GPUNB_CUDA_FAR_TEST
-/* interact<false> for a pair that is known to be no neighbour (the far
- * test): the same arithmetic and the same bits, without the criterion. */
-static __device__ __forceinline__ void interact_far(const float4 pi, const float4 vi, const float4 pj,
-                                                    const float4 vj, tile_sums &s)
-{
-    const float dx = pj.x - pi.x, dy = pj.y - pi.y, dz = pj.z - pi.z;
-    const float dvx = vj.x - vi.x, dvy = vj.y - vi.y, dvz = vj.z - vi.z;
-    const float r2 = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, GPUNB_CUDA_R2_FLOOR)));
-    const float rinv = rsqrt_ftz(r2);
-    const float rinv2 = rinv * rinv;
-    const float mr = pj.w * rinv;
-    const float mr3 = mr * rinv2;
-    const float rv = dx * dvx + dy * dvy + dz * dvz;
-    const float alpha = -3.0f * rv * rinv2;
-    s.pot += mr;
-    s.ax += mr3 * dx;
-    s.ay += mr3 * dy;
-    s.az += mr3 * dz;
-    s.jx += mr3 * (dvx + alpha * dx);
-    s.jy += mr3 * (dvy + alpha * dy);
-    s.jz += mr3 * (dvz + alpha * dz);
-}
-
 /* Rounding allowances of the far test.  Every float difference of the pair
  * arithmetic and of the test is off by a few units of 2^-24 of the largest
  * magnitude involved (|x_i|, |x_j|, dt |v|): each distance to the box is
@@ -376,7 +356,7 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
 #pragma unroll
                     for (int k = 0; k < 32; k++) {
                         const int q = j_first + w * 32 + k;
-                        interact_far(pi, vi, sp[b][q], sv[b][q], s);
+                        interact<false, false>(pi, vi, li, sp[b][q], sv[b][q], li, s);
                     }
                 }
             } else
