@@ -6,7 +6,8 @@
 #      no libtool, so run ./bootstrap here and carry the generated build
 #      system too: carry [".devtools", ".nbody6", "configure", "Makefile.in",
 #      "aclocal.m4", "config.h.in", "build-aux", "m4"] (./bootstrap runs
-#      there only where libtoolize exists or configure is missing);
+#      there only where configure is missing: a libtoolize without its
+#      aclocal macros, on some lent machines, broke the carried tree);
 #   2. build NBODY6 against it with build-nbody6 (NMAX 140000, LMAX 600);
 #   3. pick how OpenMP threads wait (short 4k runs, see POLICIES below),
 #      then time the Plummer test with 16 threads: 64k and 128k on the GPU
@@ -55,7 +56,7 @@ log "nb6accel commit: ${NB6_COMMIT:-$(git log -1 --format='%h %s' 2>/dev/null ||
 # first tree's objects, newer than the other's sources, and linked them.
 key=$(printf %s "$root" | cksum | cut -d' ' -f1)
 b=/tmp/nb6accel-build-$key
-if command -v libtoolize >/dev/null 2>&1 || [ ! -x configure ]; then
+if [ ! -x configure ]; then
     boot=./bootstrap
 else  # carried generated files: keep make from re-running the autotools
     boot=:

@@ -16,7 +16,7 @@ ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 all=$(seq -s ' ' 0 $((ngpu - 1)))
 {
     nvidia-smi -L
-    if command -v libtoolize >/dev/null 2>&1 || [ ! -x configure ]; then ./bootstrap >/dev/null; fi
+    if [ ! -x configure ]; then ./bootstrap >/dev/null; fi
     (cd "$B" && "$SRC/configure" -q --with-cuda --with-cuda-arch=90 --disable-fortran &&
         make -j"$(nproc)" >make.log 2>&1 && make tests/gpu/bench_gpunb tests/gpu/test_gpunb_cuda >>make.log 2>&1) ||
         { tail -n 30 "$B/make.log"; echo "BUILD FAILED"; exit 1; }

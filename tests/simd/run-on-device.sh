@@ -15,7 +15,7 @@
 # machine has no gfortran of its own; see that file).  It has no
 # libtool either: run ./bootstrap here first and carry the generated build
 # system (configure Makefile.in aclocal.m4 config.h.in build-aux m4); this
-# script then skips ./bootstrap where libtoolize is missing.
+# script then runs ./bootstrap only where no configure was carried.
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$PWD/simd-device-out}
@@ -35,7 +35,7 @@ blog="$OUT/build.log"
 # is being edited must not stop this run.
 progs="tests/simd/test_gpuirr_simd tests/simd/test_gpunb_simd tests/simd/bench_gpuirr_simd
        tests/simd/bench_gpunb_simd"
-if command -v libtoolize >/dev/null 2>&1 || [ ! -x "$src/configure" ]; then
+if [ ! -x "$src/configure" ]; then
     boot=./bootstrap
 else # carried files: make them newer than their sources so make keeps them
     boot=true
