@@ -92,6 +92,21 @@ static inline void nb6_split(double x, float *hi, float *lo)
     *lo = (float)(x - (double)h);
 }
 
+/* The Morton code of a cell of a 1024^3 grid (each c[k] < 1024): the bits
+ * of the three coordinates interleaved, x lowest. */
+static inline unsigned nb6_morton10(const unsigned c[3])
+{
+    unsigned key = 0;
+    for (int k = 0; k < 3; k++) {
+        unsigned v = c[k] & 0x3ffu;
+        v = (v | (v << 16)) & 0x30000ffu;
+        v = (v | (v << 8)) & 0x300f00fu;
+        v = (v | (v << 4)) & 0x30c30c3u;
+        key |= ((v | (v << 2)) & 0x9249249u) << k;
+    }
+    return key;
+}
+
 /* Allocation aligned to 64 bytes, zeroed; NULL on failure.  Free with nb6_free. */
 NB6_INTERNAL void *nb6_alloc(size_t bytes);
 /* The same aligned to align (a power of two, at least sizeof(void *)). */

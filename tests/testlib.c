@@ -1,4 +1,5 @@
 #include "testlib.h"
+#include "nb6_common.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -112,15 +113,6 @@ typedef struct morton_key {
     int index;
 } morton_key;
 
-static unsigned spread10(unsigned v)
-{
-    v &= 0x3ffu;
-    v = (v | (v << 16)) & 0x30000ffu;
-    v = (v | (v << 8)) & 0x300f00fu;
-    v = (v | (v << 4)) & 0x30c30c3u;
-    return (v | (v << 2)) & 0x9249249u;
-}
-
 static int cmp_morton(const void *a, const void *b)
 {
     const morton_key *x = a, *y = b;
@@ -136,7 +128,7 @@ void tl_spatial_order(int n, const double (*x)[3], const double centre[3], doubl
             double t = (x[i][d] - centre[d] + half) / (2.0 * half) * 1024.0;
             c[d] = t < 0.0 ? 0u : t >= 1023.0 ? 1023u : (unsigned)t;
         }
-        k[i] = (morton_key){spread10(c[0]) | spread10(c[1]) << 1 | spread10(c[2]) << 2, i};
+        k[i] = (morton_key){nb6_morton10(c), i};
     }
     qsort(k, (size_t)n, sizeof *k, cmp_morton);
     const int runs = group > 1 ? n / group : 0;

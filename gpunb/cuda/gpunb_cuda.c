@@ -51,6 +51,13 @@ static void free_gpu(cuda_gpu *g)
     cudaFree(g->d_jvel);
     cudaFree(g->d_jlo);
     cudaFree(g->d_box);
+    cudaFree(g->d_spos);
+    cudaFree(g->d_svel);
+    cudaFree(g->d_slo);
+    cudaFree(g->d_perm);
+    cudaFree(g->d_sort_idx);
+    cudaFree(g->d_sort_keys);
+    cudaFree(g->d_sort_temp);
     cudaFreeHost(g->h_jpos);
     cudaFreeHost(g->h_jvel);
     cudaFreeHost(g->h_jlo);
@@ -143,6 +150,8 @@ static void cuda_close(void *state)
     free(s->p_vi);
     free(s->redo);
     free(s->redo_j);
+    free(s->iperm);
+    free(s->ikey);
     free(s->short_flag);
     free(s->least_a2);
     free(s->r_h2);
@@ -213,8 +222,17 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
     CHECK(g, cudaMalloc((void **)&g->d_jpos, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_jvel, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_jlo, jbytes));
-    if (GPUNB_CUDA_FAR_TEST)
+    { /* the spatial order and the far test */
         CHECK(g, cudaMalloc((void **)&g->d_box, jbytes / GPUNB_CUDA_QUARTER_J * 4));
+        CHECK(g, cudaMalloc((void **)&g->d_spos, jbytes));
+        CHECK(g, cudaMalloc((void **)&g->d_svel, jbytes));
+        CHECK(g, cudaMalloc((void **)&g->d_slo, jbytes));
+        CHECK(g, cudaMalloc((void **)&g->d_perm, sizeof(int) * (size_t)capacity_pad));
+        CHECK(g, cudaMalloc((void **)&g->d_sort_idx, 2 * sizeof(int) * (size_t)capacity_pad));
+        CHECK(g, cudaMalloc((void **)&g->d_sort_keys, 2 * sizeof(unsigned) * (size_t)capacity_pad));
+        CHECK(g, gpunb_cuda_spatial_temp_bytes(capacity_pad, &g->sort_temp_bytes));
+        CHECK(g, cudaMalloc(&g->d_sort_temp, g->sort_temp_bytes));
+    }
     CHECK(g, cudaMalloc((void **)&g->d_ibuf, 3 * sizeof(float4) * GPUNB_CUDA_NI_CHUNK));
     CHECK(g, cudaMalloc((void **)&g->d_iidx, sizeof(int4) * GPUNB_CUDA_NI_CHUNK));
     /* nslices * ni_tiles <= max(waves * force_blocks, ni_tiles) (see launch_gpu, gpunb_cuda_regf.c) */
@@ -248,6 +266,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     const char *pdl = nb6_getenv("NB6ACCEL_CUDA_PDL");
     const char *inline_i = nb6_getenv("NB6ACCEL_CUDA_INLINE_I");
     const char *irr_predict = nb6_getenv("NB6ACCEL_CUDA_IRR_PREDICT");
+    const char *spatial = nb6_getenv("NB6ACCEL_CUDA_SPATIAL");
     const size_t chunk = GPUNB_CUDA_NI_CHUNK;
     cuda_state *s;
     size_t len;
@@ -285,6 +304,11 @@ static int cuda_open(void **state, int capacity, char *desc)
         free(ids);
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: NB6ACCEL_CUDA_INLINE_I=\"%s\" is not 0 or 1", inline_i);
     }
+    if (spatial && strcmp(spatial, "auto") && strcmp(spatial, "0") && strcmp(spatial, "1")) {
+        free(ids);
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_open: NB6ACCEL_CUDA_SPATIAL=\"%s\" is not one of auto, 0, 1",
+                          spatial);
+    }
     if (irr_predict && strcmp(irr_predict, "auto") && strcmp(irr_predict, "always") && strcmp(irr_predict, "never")) {
         free(ids);
         return gpunb_fail(GPUNB_EUSAGE,
@@ -294,6 +318,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     s = calloc(1, sizeof *s);
     if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu)) ||
         !(s->redo = malloc(sizeof(int) * chunk)) || !(s->redo_j = malloc(sizeof(int) * chunk)) ||
+        !(s->iperm = malloc(sizeof(int) * chunk)) || !(s->ikey = malloc(2 * sizeof(int) * chunk)) ||
         !(s->short_flag = malloc(chunk)) || !(s->least_a2 = malloc(sizeof(double) * chunk)) ||
         !(s->r_h2 = malloc(sizeof(double) * chunk)) || !(s->r_dtr = malloc(sizeof(double) * chunk)) ||
         !(s->r_xi = malloc(sizeof(double[3]) * chunk)) || !(s->r_vi = malloc(sizeof(double[3]) * chunk)) ||
@@ -316,6 +341,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     s->single = single ? single[0] == '1' : GPUNB_CUDA_SINGLE_LAUNCH;
     s->pdl = pdl ? pdl[0] == '1' : GPUNB_CUDA_PDL ? -1 : 0;
     s->inline_i = inline_i ? inline_i[0] == '1' : GPUNB_CUDA_INLINE_I;
+    s->spatial_mode = !spatial || !strcmp(spatial, "auto") ? -1 : spatial[0] == '1';
     s->ngpu = n;
     s->capacity_pad = (int)(tiles_of(capacity) * GPUNB_CUDA_TILE_J);
     for (int k = 0; k < n; k++)
@@ -420,6 +446,8 @@ void gpunb_cuda_choose_origin(cuda_state *s, int nj, const double *m, const doub
         v2 += cv[c] * cv[c];
     }
     const double rx = sqrt(fmax(sx / mt - x2, 0.0)), rv = sqrt(fmax(sv / mt - v2, 0.0));
+    /* the spatial order's cube: 1024 cells over 6 rms radii about the origin */
+    s->spatial_scale = rx > 0.0 ? (float)(1024.0 / (6.0 * rx)) : 1.0f;
     for (int c = 0; c < 3; c++) {
         s->origin[c] = on_grid(cx[c], rx, 4);
         s->vorigin[c] = on_grid(cv[c], rv, 2);
@@ -427,11 +455,36 @@ void gpunb_cuda_choose_origin(cuda_state *s, int nj, const double *m, const doub
     s->min_mass = min_mass < INFINITY ? min_mass : 0.0;
 }
 
-int gpunb_cuda_boxes(cuda_gpu *g)
+int gpunb_cuda_jset_ready(cuda_state *s, cuda_gpu *g)
 {
-    if (GPUNB_CUDA_FAR_TEST)
-        CHECK(g, gpunb_cuda_launch_boxes(g->d_jpos, g->d_jvel, (int)(g->ntiles * GPUNB_CUDA_JWAYS), g->d_box,
-                                         g->stream));
+    const int npad = (int)(g->ntiles * GPUNB_CUDA_TILE_J);
+    g->spatial = s->spatial_mode > 0 || (s->spatial_mode < 0 && npad >= SPATIAL_MIN_J);
+    if (!g->spatial)
+        return GPUNB_OK;
+    if (npad != g->sort_npad || g->sort_age >= SPATIAL_REFRESH) {
+        const int runs = npad / GPUNB_CUDA_TILE_J;
+        int stride = (int)(0.618 * runs) | 1; /* coprime to runs: tile r goes to r * stride mod runs */
+        for (;; stride += 2) {
+            int a = stride, b = runs;
+            while (b) {
+                const int t = a % b;
+                a = b;
+                b = t;
+            }
+            if (a == 1)
+                break;
+        }
+        CHECK(g, gpunb_cuda_launch_spatial_sort(g->d_jpos, npad, s->spatial_scale, stride, g->d_sort_keys,
+                                                g->d_sort_idx, g->d_sort_temp, g->sort_temp_bytes, g->d_perm,
+                                                g->stream));
+        g->sort_npad = npad;
+        g->sort_age = 0;
+    }
+    g->sort_age++;
+    CHECK(g, gpunb_cuda_launch_spatial_copy(g->d_perm, npad, g->d_jpos, g->d_jvel, g->d_jlo, g->d_spos, g->d_svel,
+                                            g->d_slo, g->stream));
+    CHECK(g, gpunb_cuda_launch_boxes(g->d_spos, g->d_svel, (int)(g->ntiles * GPUNB_CUDA_JWAYS), g->d_box,
+                                     g->stream));
     return GPUNB_OK;
 }
 
@@ -484,7 +537,7 @@ static int cuda_send(void *state, int nj, const double *m, const double (*x)[3],
         CHECK(g, cudaMemcpyAsync(g->d_jpos, g->h_jpos, bytes, cudaMemcpyHostToDevice, g->stream));
         CHECK(g, cudaMemcpyAsync(g->d_jvel, g->h_jvel, bytes, cudaMemcpyHostToDevice, g->stream));
         CHECK(g, cudaMemcpyAsync(g->d_jlo, g->h_jlo, bytes, cudaMemcpyHostToDevice, g->stream));
-        int st = gpunb_cuda_boxes(g);
+        int st = gpunb_cuda_jset_ready(s, g);
         if (st != GPUNB_OK)
             return st;
     }

@@ -61,19 +61,13 @@
 #define GPUNB_CUDA_R2_FLOOR 1e-24f
 #define GPUNB_CUDA_H2M_SAFE 1e-20
 
-/* The far test, an experiment built with -DGPUNB_CUDA_FAR_TEST=1 (for
- * tests/gpu/ab-flags.sh; results in tests/gpu/RESULTS.md, session 24): the
- * force kernel reads a bounding box of each quarter tile's massive j
- * (positions, velocities, largest mass; gpunb_cuda_boxes.cu), and a warp
- * none of whose i can have a neighbour among those j computes them without
- * the neighbour criterion (Nsight Compute, NI = 1024, NJ = 128k in spatial
- * order: 37.3 instead of 43.8 instructions per interaction).  It pays only
- * where the j-set and the i of a call are in spatial order (the j-tiles
- * spread apart), which NBODY6's are not and the library does not yet make;
- * in NBODY6's order it costs 2-5 %. */
-#ifndef GPUNB_CUDA_FAR_TEST
-#define GPUNB_CUDA_FAR_TEST 0
-#endif
+/* The far test (gpunb_cuda_boxes.cu, gpunb_cuda_spatial.cu): where a GPU's
+ * j-set is in spatial order (see SPATIAL_MIN_J in gpunb_cuda_state.h), the
+ * fast force kernel reads a bounding box of each quarter tile's massive j
+ * (positions, velocities, largest mass), and a warp none of whose i can
+ * have a neighbour among those j computes them without the neighbour
+ * criterion (Nsight Compute, NI = 1024, NJ = 128k: 35.3 instead of 44.1
+ * instructions per interaction). */
 #define GPUNB_CUDA_QUARTER_J (GPUNB_CUDA_TILE_J / GPUNB_CUDA_JWAYS)
 #define GPUNB_CUDA_BOX_THREADS 256
 

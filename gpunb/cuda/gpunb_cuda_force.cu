@@ -22,13 +22,11 @@
 #define GPUNB_CUDA_WORD_UNROLL 2
 #endif
 static constexpr int word_unroll = GPUNB_CUDA_WORD_UNROLL; /* (#pragma unroll expands no macro) */
-#if GPUNB_CUDA_FAR_TEST
 /* The same for the words of a quarter that passed the far test. */
 #ifndef GPUNB_CUDA_FAR_UNROLL
 #define GPUNB_CUDA_FAR_UNROLL 1
 #endif
 static constexpr int far_unroll = GPUNB_CUDA_FAR_UNROLL;
-#endif
 
 /* rsqrt.approx.ftz: one MUFU.RSQ, without the denormal fix-up code that
  * rsqrtf() gets when nvcc runs without -ftz=true. */
@@ -139,7 +137,6 @@ static __device__ __forceinline__ bool interact(const float4 pi, const float4 vi
     return nb;
 }
 
-#if GPUNB_CUDA_FAR_TEST
 /* Rounding allowances of the far test.  Every float difference of the pair
  * arithmetic and of the test is off by a few units of 2^-24 of the largest
  * magnitude involved (|x_i|, |x_j|, dt |v|): each distance to the box is
@@ -174,7 +171,6 @@ static __device__ __forceinline__ bool far_from_quarter(const float4 *__restrict
     return d2 >= mh2 && p2 >= mh2 && d2 > 0.0f && dt >= 0.0f;
 }
 
-#endif
 
 /* The end of a single-launch force kernel: a grid-wide barrier (every
  * block is resident: cooperative launch), then the first min(ni, blocks)
@@ -215,7 +211,8 @@ static __device__ __forceinline__ void single_tail(const gpunb_cuda_force_args &
     const gather_smem sm = {reinterpret_cast<int *>(sp), reinterpret_cast<int *>(sv), GPUNB_CUDA_SINGLE_SMEM_LIST,
                             reinterpret_cast<double(*)[GPUNB_CUDA_NPARTIAL]>(sums)};
     for (int i = b; i < a.ni; i += nblocks) {
-        gather_one<true, 1>(i, a.nbcount, a.nblist, a.cap, a.limit, a.compact, a.result, a.partial, a.nslices,
+        gather_one<true, 1>(i, a.nbcount, a.nblist, a.cap, a.perm, a.j0, a.limit, a.compact, a.result, a.partial,
+                            a.nslices,
                          gridDim.y * GPUNB_CUDA_BLOCK_I, sm);
         __syncthreads(); /* the warp totals of this i are read before the next i's are written */
     }
@@ -246,7 +243,9 @@ struct inline_arg<false> {
 static __device__ __forceinline__ const float4 *inline_src(const inline_arg<true> &in) { return in.i.v; }
 static __device__ __forceinline__ const float4 *inline_src(const inline_arg<false> &) { return nullptr; }
 
-template <bool PRECISE, int MIN_BLOCKS, bool SINGLE, bool INLINE>
+/* FAR: the fast kernel with the far test (a.box set; a separate variant, so
+ * that the others compile as without it). */
+template <bool PRECISE, int MIN_BLOCKS, bool SINGLE, bool INLINE, bool FAR = false>
 static __global__ void __launch_bounds__(GPUNB_CUDA_FORCE_THREADS, MIN_BLOCKS)
 gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline_arg<INLINE> in)
 {
@@ -310,10 +309,10 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
     if (iidx) { /* j-set members: their entries are bit-equal, self is r = 0 */
         const int4 d = iidx[i];
         if (d.x >= 0) {
-            pi = a.jpos[d.x];
-            vi = a.jvel[d.x];
+            pi = a.mpos[d.x];
+            vi = a.mvel[d.x];
             if (PRECISE)
-                li = a.jlo[d.x];
+                li = a.mlo[d.x];
         } else {
             pi = vi = li;
         }
@@ -349,8 +348,7 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
             tile_sums s = {0, 0, 0, 0, 0, 0, 0};
             const int j_first = way * GPUNB_CUDA_BLOCK_I; /* this thread's part of the tile */
             static_assert(GPUNB_CUDA_BLOCK_I == GPUNB_CUDA_QUARTER_J, "a way's part of the tile is one box");
-#if GPUNB_CUDA_FAR_TEST
-            if (!PRECISE && a.box && __all_sync(0xffffffffu, far_from_quarter(a.box, my_quarter, pi, vi))) {
+            if (FAR && __all_sync(0xffffffffu, far_from_quarter(a.box, my_quarter, pi, vi))) {
 #pragma unroll far_unroll
                 for (int w = 0; w < GPUNB_CUDA_BLOCK_I / 32; w++) {
 #pragma unroll
@@ -359,9 +357,7 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
                         interact<false, false>(pi, vi, li, sp[b][q], sv[b][q], li, s);
                     }
                 }
-            } else
-#endif
-            {
+            } else {
 #pragma unroll word_unroll
                 for (int w = 0; w < GPUNB_CUDA_BLOCK_I / 32; w++) {
                     unsigned bits = 0;
@@ -421,8 +417,9 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
 }
 
 /* One launch of variant <PRECISE, MIN_BLOCKS, SINGLE>: plain (with the i in
- * its parameters where inl is set), or cooperative for the single launch
- * (its grid barrier needs every block resident). */
+ * its parameters where inl is set; the far test's variant where a->box is
+ * set), or cooperative for the single launch (its grid barrier needs every
+ * block resident; no far test). */
 template <bool PRECISE, int MIN_BLOCKS, bool SINGLE>
 static cudaError_t launch_variant(const gpunb_cuda_force_args *a, const gpunb_cuda_inline_i *inl,
                                   cudaStream_t stream)
@@ -435,7 +432,9 @@ static cudaError_t launch_variant(const gpunb_cuda_force_args *a, const gpunb_cu
             (const void *)gpunb_force_kernel<PRECISE, MIN_BLOCKS, true, false>, grid, block, args, 0, stream);
         return err != cudaSuccess ? err : cudaGetLastError();
     }
-    if (inl)
+    if (!PRECISE && a->box && !inl)
+        gpunb_force_kernel<false, MIN_BLOCKS, false, false, true><<<grid, block, 0, stream>>>(*a, inline_arg<false>{0});
+    else if (inl)
         gpunb_force_kernel<PRECISE, MIN_BLOCKS, false, true>
             <<<grid, block, 0, stream>>>(*a, *reinterpret_cast<const inline_arg<true> *>(inl));
     else
@@ -467,10 +466,10 @@ extern "C" cudaError_t gpunb_cuda_launch_force(const gpunb_cuda_force_args *a, c
 /* The force kernels use shared memory, not L1: ask for the largest shared
  * carveout, so that the driver's choice of split never caps the blocks per
  * SM below what the registers allow (5 x 39 KB needs the 196 KB split). */
-template <bool PRECISE, int MIN_BLOCKS, bool SINGLE, bool INLINE>
+template <bool PRECISE, int MIN_BLOCKS, bool SINGLE, bool INLINE, bool FAR = false>
 static cudaError_t prefer_shared(void)
 {
-    return cudaFuncSetAttribute(gpunb_force_kernel<PRECISE, MIN_BLOCKS, SINGLE, INLINE>,
+    return cudaFuncSetAttribute(gpunb_force_kernel<PRECISE, MIN_BLOCKS, SINGLE, INLINE, FAR>,
                                 cudaFuncAttributePreferredSharedMemoryCarveout,
                                 (int)cudaSharedmemCarveoutMaxShared);
 }
@@ -483,7 +482,8 @@ static cudaError_t prefer_shared_all(void)
         (err = prefer_shared<true, MIN_BLOCKS, false, false>()) != cudaSuccess ||
         (err = prefer_shared<false, MIN_BLOCKS, false, true>()) != cudaSuccess ||
         (err = prefer_shared<true, MIN_BLOCKS, false, true>()) != cudaSuccess ||
-        (err = prefer_shared<false, MIN_BLOCKS, true, false>()) != cudaSuccess)
+        (err = prefer_shared<false, MIN_BLOCKS, true, false>()) != cudaSuccess ||
+        (err = prefer_shared<false, MIN_BLOCKS, false, false, true>()) != cudaSuccess)
         return err;
     return prefer_shared<true, MIN_BLOCKS, true, false>();
 }

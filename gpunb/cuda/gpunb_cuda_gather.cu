@@ -16,7 +16,8 @@
 
 template <bool REDUCE>
 static __global__ void __launch_bounds__(GPUNB_CUDA_GATHER_THREADS)
-gpunb_gather_kernel(unsigned long long *__restrict__ nbcount, const int2 *__restrict__ nblist, int cap, int limit,
+gpunb_gather_kernel(unsigned long long *__restrict__ nbcount, const int2 *__restrict__ nblist, int cap,
+                    const int *__restrict__ perm, int j0, int limit,
                     int *__restrict__ compact, gpunb_cuda_result *__restrict__ result,
                     const float *__restrict__ partial, int nslices, int ni_pad,
                     unsigned long long *__restrict__ stamp_done)
@@ -28,7 +29,8 @@ gpunb_gather_kernel(unsigned long long *__restrict__ nbcount, const int2 *__rest
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-    gather_one<REDUCE, 2>(blockIdx.x, nbcount, nblist, cap, limit, compact, result, partial, nslices, ni_pad, sm);
+    gather_one<REDUCE, 2>(blockIdx.x, nbcount, nblist, cap, perm, j0, limit, compact, result, partial, nslices,
+                          ni_pad, sm);
     if (stamp_done) {
         /* The host reads i's results once it sees the stamp (wait_stamps):
          * every thread's writes to host memory go before it. */
@@ -39,7 +41,8 @@ gpunb_gather_kernel(unsigned long long *__restrict__ nbcount, const int2 *__rest
     }
 }
 
-extern "C" cudaError_t gpunb_cuda_launch_gather(unsigned long long *nbcount, const int2 *nblist, int cap, int ni,
+extern "C" cudaError_t gpunb_cuda_launch_gather(unsigned long long *nbcount, const int2 *nblist, int cap,
+                                                const int *perm, int j0, int ni,
                                                 int limit, int *compact, gpunb_cuda_result *result,
                                                 const float *partial, int nslices, int ni_pad,
                                                 unsigned long long *stamp_done, int pdl, cudaStream_t stream)
@@ -56,9 +59,9 @@ extern "C" cudaError_t gpunb_cuda_launch_gather(unsigned long long *nbcount, con
         cfg.numAttrs = 1;
     }
     const cudaError_t err =
-        partial ? cudaLaunchKernelEx(&cfg, gpunb_gather_kernel<true>, nbcount, nblist, cap, limit, compact, result,
+        partial ? cudaLaunchKernelEx(&cfg, gpunb_gather_kernel<true>, nbcount, nblist, cap, perm, j0, limit, compact, result,
                                      partial, nslices, ni_pad, stamp_done)
-                : cudaLaunchKernelEx(&cfg, gpunb_gather_kernel<false>, nbcount, nblist, cap, limit, compact, result,
+                : cudaLaunchKernelEx(&cfg, gpunb_gather_kernel<false>, nbcount, nblist, cap, perm, j0, limit, compact, result,
                                      (const float *)NULL, 0, 0, stamp_done);
     return err != cudaSuccess ? err : cudaGetLastError();
 }

@@ -43,12 +43,67 @@ static __device__ __forceinline__ unsigned long long gpu_clock_ns(void)
     return t;
 }
 
+/* The records of gather_one where the force read the j-set in spatial
+ * order: each record's entries become j = j0 + perm[entry - j0] in shared
+ * memory, a warp per record (a lane per bit: one coalesced read of perm;
+ * places from a shared counter, so in any order), then each j's rank (the
+ * number of smaller ones, all distinct) is its place in the sorted list:
+ * each thread ranks two at once against all, four per shared load.  The
+ * host asks for this only where count <= limit <= smem_list. */
+static __device__ __forceinline__ void gather_spatial(int words, int count, int2 first, const int2 *__restrict__ src,
+                                                      const int *__restrict__ perm, int j0, int *__restrict__ dst,
+                                                      const gather_smem sm)
+{
+    constexpr int NT = GPUNB_CUDA_GATHER_THREADS;
+    const int tid = threadIdx.x;
+    __shared__ int filled;
+    if (tid == 0)
+        filled = 0;
+    __syncthreads();
+    const int lane = tid % 32;
+    (void)first;
+    for (int e = tid / 32; e < words; e += NT / 32) { /* uniform per warp */
+        const int2 r = __ldcg(src + e);
+        const unsigned b = (unsigned)r.y;
+        int at = 0;
+        if (lane == 0)
+            at = atomicAdd(&filled, __popc(b));
+        at = __shfl_sync(0xffffffffu, at, 0);
+        if (b >> lane & 1u)
+            sm.entries[at + __popc(b & ((1u << lane) - 1u))] = j0 + __ldg(perm + ((r.x << 5) - j0) + lane);
+    }
+    if (tid < 4)
+        sm.entries[count + tid] = 0x7fffffff; /* never smaller than an entry */
+    __syncthreads();
+    const int4 *e4 = reinterpret_cast<const int4 *>(sm.entries);
+    const int n4 = (count + 3) >> 2;
+    for (int e0 = 0; e0 < count; e0 += 2 * NT) {
+        const int a = e0 + tid, b = a + NT;
+        const int va = a < count ? sm.entries[a] : 0x7fffffff, vb = b < count ? sm.entries[b] : 0x7fffffff;
+        int ra = 0, rb = 0;
+#pragma unroll 4
+        for (int k = 0; k < n4; k++) {
+            const int4 q = e4[k];
+            ra += (q.x < va) + (q.y < va) + (q.z < va) + (q.w < va);
+            rb += (q.x < vb) + (q.y < vb) + (q.z < vb) + (q.w < vb);
+        }
+        if (a < count)
+            sm.sorted[ra] = va;
+        if (b < count)
+            sm.sorted[rb] = vb;
+    }
+    __syncthreads();
+    for (int e = tid; e < count; e += NT)
+        dst[e] = sm.sorted[e];
+}
+
 /* UNROLL: slices per thread whose loads are in flight at once (2 in the
  * gathering kernel; 1 in the single-launch force kernel, whose 48 registers
  * would otherwise spill). */
 template <bool REDUCE, int UNROLL>
 static __device__ __forceinline__ void gather_one(int i, unsigned long long *__restrict__ nbcount,
-                                                  const int2 *__restrict__ nblist, int cap, int limit,
+                                                  const int2 *__restrict__ nblist, int cap,
+                                                  const int *__restrict__ perm, int j0, int limit,
                                                   int *__restrict__ compact, gpunb_cuda_result *__restrict__ result,
                                                   const float *__restrict__ partial, int nslices, int ni_pad,
                                                   const gather_smem sm)
@@ -98,6 +153,10 @@ static __device__ __forceinline__ void gather_one(int i, unsigned long long *__r
      * records' words are distinct, so a record's j go to the place given by
      * the neighbours in records of smaller words, in ascending order. */
     int *dst = compact + (size_t)i * cap;
+    if (perm) { /* entries of the spatial order: their j, then sorted (count <= limit <= smem_list) */
+        gather_spatial(words, count, first, src, perm, j0, dst, sm);
+        return;
+    }
     const int wpad = (words + 3) & ~3;
     const bool in_smem = count <= sm.smem_list && wpad + words <= sm.smem_list + 4; /* uniform */
     if (in_smem) {

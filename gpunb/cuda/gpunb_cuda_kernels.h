@@ -42,8 +42,10 @@ typedef struct gpunb_cuda_force_args {
     int j0;
     const float4 *ipos, *ivel, *ilo;
     /* When set, the i are j-set members instead: iidx[i] = (local j index or
-     * -1 for padding, h2 and dtr as float bits, 0); ipos/ivel/ilo unused. */
+     * -1 for padding, h2 and dtr as float bits, 0), read from mpos, mvel,
+     * mlo (the j-set in its own order); ipos/ivel/ilo unused. */
     const int4 *iidx;
+    const float4 *mpos, *mvel, *mlo;
     int ni_tiles;
     int nslices;
     int granule; /* a slice is a whole number of this many quarter tiles (1 or JWAYS) */
@@ -66,6 +68,10 @@ typedef struct gpunb_cuda_force_args {
     /* where set (fast kernel only), the quarter tiles' boxes of
      * gpunb_cuda_launch_boxes for the far test */
     const float4 *box;
+    /* where set, jpos/jvel/jlo are the j-set in spatial order: entry k is
+     * local j perm[k], the word records are of entries, and the gathering
+     * maps them to j (see gpunb_cuda_launch_spatial_sort) */
+    const int *perm;
 } gpunb_cuda_force_args;
 
 /* The i of a one-tile launch in the kernel's parameters: v[0, BLOCK_I) as
@@ -90,7 +96,9 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nsli
 /* For each i < ni: read and reset nbcount[i]; if its neighbours exceed
  * limit store -neighbours, else expand its word records into the sorted
  * list at compact[i * cap ...] and store count and offset (i * cap) in
- * result[i].  With partial set (in
+ * result[i].  With perm set (the force read the j-set in spatial order),
+ * the records are of entries, j = j0 + perm[entry - j0], and limit must not
+ * exceed GPUNB_CUDA_GATHER_SMEM_LIST.  With partial set (in
  * the slices_inner layout of the force kernel), also do what
  * gpunb_cuda_launch_reduce does (one launch for small ni).  With stamp_done
  * set, stamp_done[i] = the GPU clock (%globaltimer, ns) at the end of i's
@@ -99,7 +107,7 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nsli
  * later), a programmatic dependent launch on the force kernel just before it
  * in the stream (nothing in between). */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(unsigned long long *nbcount, const int2 *nblist, int cap,
-                                                  int ni, int limit, int *compact,
+                                                  const int *perm, int j0, int ni, int limit, int *compact,
                                                   gpunb_cuda_result *result, const float *partial,
                                                   int nslices, int ni_pad, unsigned long long *stamp_done,
                                                   int pdl, cudaStream_t stream);
@@ -110,6 +118,20 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(unsigned long long *nbcount, c
  * quarter without massive j gets lo = +inf, hi = -inf, mass 0. */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_boxes(const float4 *jpos, const float4 *jvel, int nquarters,
                                                  float4 *box, cudaStream_t stream);
+
+/* The spatial order of a GPU's j-set (n a multiple of TILE_J): Morton keys of jpos[0..n-1] (scale cells per unit,
+ * 1024 per axis about the origin), sorted with CUB (keys and idx hold 2n
+ * each; temp: gpunb_cuda_spatial_temp_bytes(n)), then perm[k] = the local j
+ * at entry k, the sorted order's j-tiles spread apart (run r to tile
+ * r * stride mod n / TILE_J; stride coprime to that). */
+NB6_INTERNAL cudaError_t gpunb_cuda_spatial_temp_bytes(int n, size_t *bytes);
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_spatial_sort(const float4 *jpos, int n, float scale, int stride,
+                                                        unsigned *keys, int *idx, void *temp, size_t temp_bytes,
+                                                        int *perm, cudaStream_t stream);
+/* spos[k] = jpos[perm[k]], and the same for vel and lo, k < n. */
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_spatial_copy(const int *perm, int n, const float4 *jpos,
+                                                        const float4 *jvel, const float4 *jlo, float4 *spos,
+                                                        float4 *svel, float4 *slo, cudaStream_t stream);
 
 /* rec[index[k]] = staged[k] for k < n (index local to this GPU's records). */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_scatter(const gpunb_cuda_jrec *staged, const int *index,

@@ -175,8 +175,17 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     g->stamped_ni = fused && !single ? ni : 0;
     if (g->stamped_ni) /* (the last call's stamps have all arrived: finish_gpu waited for them) */
         memset(g->h_stamp, 0, sizeof(unsigned long long) * (size_t)(1 + ni));
+    /* The j-set in spatial order where it is sorted, unless the lists could
+     * outgrow the shared memory that gathering them from that order needs. */
+    /* (Only the fast kernel has the far test, and with a single i-tile the
+     * order would only cost the gathering.) */
+    const int spatial = g->spatial && !precise && ni_tiles > 1 &&
+                        limit <= (single ? GPUNB_CUDA_SINGLE_SMEM_LIST : GPUNB_CUDA_GATHER_SMEM_LIST);
+    const int *perm = spatial ? g->d_perm : NULL;
     gpunb_cuda_force_args a = {
-        .precise = precise, .min_blocks = s->min_blocks, .jpos = g->d_jpos, .jvel = g->d_jvel, .jlo = g->d_jlo,
+        .precise = precise, .min_blocks = s->min_blocks, .jpos = spatial ? g->d_spos : g->d_jpos,
+        .jvel = spatial ? g->d_svel : g->d_jvel, .jlo = spatial ? g->d_slo : g->d_jlo,
+        .mpos = g->d_jpos, .mvel = g->d_jvel, .mlo = g->d_jlo,
         .ntiles = g->ntiles, .j0 = g->j0, .ipos = g->d_ibuf, .ivel = g->d_ibuf + ni_pad,
         .ilo = g->d_ibuf + 2 * ni_pad, .iidx = members ? g->d_iidx : NULL, .ni_tiles = ni_tiles,
         .nslices = (int)nslices, .granule = granule,
@@ -186,7 +195,7 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         .single = single, .sync = g->d_sync, .ni = ni, .limit = limit,
         .result = results_of(g->d_hout), .compact = compact_of(g->d_hout, ni),
         .stamp_start = g->stamped_ni ? g->d_stamp : NULL,
-        .box = GPUNB_CUDA_FAR_TEST && !precise ? g->d_box : NULL,
+        .box = spatial && !precise ? g->d_box : NULL, .perm = perm,
     };
     /* A programmatic dependent launch needs the gathering kernel right after
      * the force kernel.  The force time of a small call includes the
@@ -200,13 +209,13 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     if (single) {
         /* nothing more: the force kernel has reduced and gathered */
     } else if (fused) {
-        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit,
+        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, perm, g->j0, ni, limit,
                                           compact_of(g->d_hout, ni), results_of(g->d_hout), g->d_partial,
                                           (int)nslices, ni_pad, g->d_stamp + 1, pdl, g->stream));
     } else { /* reduction and gathering need only the force kernel: side by side */
         CHECK(g, cudaEventRecord(g->ev_fork, g->stream));
         CHECK(g, cudaStreamWaitEvent(g->side, g->ev_fork, 0));
-        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, ni, limit,
+        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, perm, g->j0, ni, limit,
                                           compact_of(g->d_hout, ni), results_of(g->d_hout), NULL, 0, 0, NULL,
                                           0, g->side));
         CHECK(g, cudaEventRecord(g->ev_join, g->side));
@@ -287,18 +296,97 @@ static int finish_gpu(cuda_gpu *g, double *t_force)
     return GPUNB_OK;
 }
 
+/* Whether a chunk of ni i goes to the GPUs in spatial order: where some GPU
+ * holds its j-set so and the chunk fills more than one i-tile. */
+static int spatial_i(const cuda_state *s, int ni)
+{
+    if (ni <= GPUNB_CUDA_BLOCK_I)
+        return 0;
+    for (int k = 0; k < s->ngpu; k++)
+        if (s->gpu[k].ntiles > 0 && s->gpu[k].spatial)
+            return 1;
+    return 0;
+}
+
+/* s->iperm: the chunk's i in the order of the Morton key (the j-set's: 1024
+ * cells per axis, see gpunb_cuda_launch_spatial_sort) of position i, which
+ * pos(ctx, i, x) gives about the origin: three stable counting passes of 10
+ * bits (s->ikey: the keys, then scratch). */
+static void order_i(cuda_state *s, int ni, void (*pos)(const void *, int, double *), const void *ctx)
+{
+    enum { BITS = 10, BUCKETS = 1 << BITS };
+    unsigned *key = (unsigned *)s->ikey;
+    int *from = s->iperm, *to = s->ikey + GPUNB_CUDA_NI_CHUNK;
+    for (int i = 0; i < ni; i++) {
+        double x[3];
+        unsigned c[3];
+        pos(ctx, i, x);
+        for (int d = 0; d < 3; d++) {
+            const double t = x[d] * s->spatial_scale + 512.0;
+            c[d] = t >= 0.0 ? (t < 1023.0 ? (unsigned)t : 1023u) : 0u; /* (NaN: 0) */
+        }
+        key[i] = nb6_morton10(c);
+        from[i] = i;
+    }
+    for (int pass = 0; pass < 3; pass++) {
+        int start[BUCKETS + 1] = {0};
+        const int shift = pass * BITS;
+        for (int i = 0; i < ni; i++)
+            start[(key[from[i]] >> shift & (BUCKETS - 1)) + 1]++;
+        for (int b = 0; b < BUCKETS; b++)
+            start[b + 1] += start[b];
+        for (int i = 0; i < ni; i++)
+            to[start[key[from[i]] >> shift & (BUCKETS - 1)]++] = from[i];
+        int *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != s->iperm) /* (three passes: the result is in the scratch) */
+        memcpy(s->iperm, from, sizeof(int) * (size_t)ni);
+}
+
+typedef struct ibuf_pos {
+    const double (*xi)[3];
+    const double *o;
+} ibuf_pos;
+
+static void ibuf_pos_of(const void *ctx, int i, double *x)
+{
+    const ibuf_pos *p = ctx;
+    for (int d = 0; d < 3; d++)
+        x[d] = p->xi[i][d] - p->o[d];
+}
+
+/* The j-set member's position at its record's epoch: near enough for the order. */
+typedef struct member_pos {
+    const cuda_state *s;
+    const int *j_index;
+} member_pos;
+
+static void member_pos_of(const void *ctx, int i, double *x)
+{
+    const member_pos *p = ctx;
+    for (int d = 0; d < 3; d++)
+        x[d] = p->s->rec[p->j_index[i]].x0[d] - p->s->origin[d];
+}
+
 /* The i of a chunk as float coordinates about the origin, in h_ibuf: xi, vi
  * are taken about o, vo (the state's origin, or zero where they are relative
- * to it already). */
+ * to it already); in spatial order where spatial_i says so. */
 void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int ni, const double *h2, const double *dtr,
                                const double (*xi)[3], const double (*vi)[3], const double *o, const double *vo)
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
     float4 *ipos = s->h_ibuf, *ivel = s->h_ibuf + ni_pad, *ilo = s->h_ibuf + 2 * ni_pad;
 
+    s->isort = spatial_i(s, ni);
+    if (s->isort)
+        order_i(s, ni, ibuf_pos_of, &(ibuf_pos){xi, o});
+    const int *order = s->isort ? s->iperm : NULL;
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
-    for (int i = 0; i < ni_pad; i++) {
+    for (int k = 0; k < ni_pad; k++) {
         float4 p = {0, 0, 0, -1.0f}, u = {0, 0, 0, 0}, l = {0, 0, 0, 0}; /* padding: h2 < 0 */
+        const int i = order && k < ni ? order[k] : k;
         if (i < ni) {
             nb6_split(xi[i][0] - o[0], &p.x, &l.x);
             nb6_split(xi[i][1] - o[1], &p.y, &l.y);
@@ -307,9 +395,9 @@ void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int ni, const double *h2, const do
             u = (float4){(float)(vi[i][0] - vo[0]), (float)(vi[i][1] - vo[1]),
                          (float)(vi[i][2] - vo[2]), (float)dtr[i]};
         }
-        ipos[i] = p;
-        ivel[i] = u;
-        ilo[i] = l;
+        ipos[k] = p;
+        ivel[k] = u;
+        ilo[k] = l;
     }
 }
 
@@ -317,16 +405,21 @@ void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int ni, const double *h2, const do
 void gpunb_cuda_regf_fill_iidx(cuda_state *s, int ni, const int *j_index, const double *h2, const double *dtr)
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
+    s->isort = s->rec && spatial_i(s, ni);
+    if (s->isort)
+        order_i(s, ni, member_pos_of, &(member_pos){s, j_index});
+    const int *order = s->isort ? s->iperm : NULL;
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
-    for (int i = 0; i < ni_pad; i++) {
+    for (int k = 0; k < ni_pad; k++) {
         int4 d = {-1, 0, 0, 0};
+        const int i = order && k < ni ? order[k] : k;
         if (i < ni) {
             float fh = (float)h2[i], fd = (float)dtr[i];
             d.x = j_index[i];
             memcpy(&d.y, &fh, sizeof fh);
             memcpy(&d.z, &fd, sizeof fd);
         }
-        s->h_iidx[i] = d;
+        s->h_iidx[k] = d;
     }
 }
 
@@ -381,19 +474,20 @@ static int short_of_precision(double least_a2, const double acc[3])
     return !(least_a2 < 0.0) && !(a2 >= least_a2);
 }
 
-/* i's results of every busy GPU, combined in double (the lists of GPU k
- * before those of GPU k + 1), written as gpunb_regf does. */
-static void collect_one(const cuda_state *s, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
+/* The results at place k of every busy GPU, combined in double (the lists
+ * of GPU g before those of GPU g + 1), written as gpunb_regf does for the
+ * caller's i. */
+static void collect_one(const cuda_state *s, int k, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
                         int lmax, int limit, int *list)
 {
     double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0}, phi = 0.0;
     long count = 0;
     int *col = list + (size_t)i * (size_t)lmax;
-    for (int k = 0; k < s->ngpu; k++) {
-        const cuda_gpu *g = &s->gpu[k];
+    for (int gi = 0; gi < s->ngpu; gi++) {
+        const cuda_gpu *g = &s->gpu[gi];
         if (!g->busy)
             continue;
-        const gpunb_cuda_result *r = results_of(g->h_out) + i;
+        const gpunb_cuda_result *r = results_of(g->h_out) + k;
         for (int c = 0; c < 3; c++) {
             a[c] += r->acc[c];
             jk[c] += r->jrk[c];
@@ -406,9 +500,9 @@ static void collect_one(const cuda_state *s, int i, int ni, double (*acc)[3], do
     } else {
         int n = 0;
         col[0] = (int)count;
-        for (int k = 0; k < s->ngpu; k++) {
-            const cuda_gpu *g = &s->gpu[k];
-            const gpunb_cuda_result *r = results_of(g->h_out) + i;
+        for (int gi = 0; gi < s->ngpu; gi++) {
+            const cuda_gpu *g = &s->gpu[gi];
+            const gpunb_cuda_result *r = results_of(g->h_out) + k;
             if (!g->busy || r->count <= 0)
                 continue;
             memcpy(col + 1 + n, compact_of(g->h_out, ni) + r->off, sizeof(int) * (size_t)r->count);
@@ -424,13 +518,14 @@ static void collect_one(const cuda_state *s, int i, int ni, double (*acc)[3], do
 }
 
 /* collect_one, and with flag (the chunk's precision_bounds are in
- * least_a2) whether gpunb_cuda_regf_redo_precise must redo i: in the same pass, since a
+ * least_a2) whether gpunb_cuda_regf_redo_precise must redo the caller's i at place k: in the same pass, since a
  * pass of its own over a large call's i cost a team's start and end (5-12
  * us at NI = 512-2048 on the H100 box). */
-static void collect_flag(cuda_state *s, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
+static void collect_flag(cuda_state *s, int k, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
                          int lmax, int limit, int *list, int flag)
 {
-    collect_one(s, i, ni, acc, jrk, pot, lmax, limit, list);
+    const int i = s->isort ? s->iperm[k] : k; /* the caller's i at place k */
+    collect_one(s, k, i, ni, acc, jrk, pot, lmax, limit, list);
     if (flag)
         s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s->least_a2[i], acc[i]);
 }

@@ -136,7 +136,7 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
     memcpy(o.v, s->vorigin, sizeof o.v);
     CHECK(g, gpunb_cuda_launch_predict(g->d_rec, g->nj, (int)(g->ntiles * GPUNB_CUDA_TILE_J), t, &o,
                                        g->d_jpos, g->d_jvel, g->d_jlo, g->stream));
-    if ((st = gpunb_cuda_boxes(g)) != GPUNB_OK)
+    if ((st = gpunb_cuda_jset_ready(s, g)) != GPUNB_OK)
         return st;
     if (g->ev_jset) {
         CHECK(g, cudaEventRecord(g->ev_jset, g->stream));

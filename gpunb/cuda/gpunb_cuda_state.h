@@ -53,7 +53,17 @@ typedef struct cuda_gpu {
     int j0, nj;
     long long ntiles;
     float4 *d_jpos, *d_jvel, *d_jlo, *h_jpos, *h_jvel, *h_jlo; /* capacity rounded to a tile */
-    float4 *d_box; /* the far test's box of each quarter tile of the j-set: 4 float4 each */
+    /* The j-set in spatial order for the fast force kernel (spatial set:
+     * this j-set; sorted copies, perm: entry -> local j), the sort's keys
+     * and indices (2 x capacity each) and CUB's scratch, the j-sets since
+     * the last sort and the size it was for; the far test's box of each
+     * quarter tile of the sorted copies (4 float4). */
+    int spatial, sort_age, sort_npad;
+    float4 *d_spos, *d_svel, *d_slo, *d_box;
+    int *d_perm, *d_sort_idx;
+    unsigned *d_sort_keys;
+    void *d_sort_temp;
+    size_t sort_temp_bytes;
     float4 *d_ibuf;          /* 3 * NI_CHUNK: positions, velocities, remainders */
     float *d_partial;        /* per slice and i: NPARTIAL floats               */
     unsigned long long *d_nbcount; /* NI_CHUNK, zero between calls: (records << 32) + neighbours */
@@ -116,6 +126,14 @@ typedef struct cuda_state {
     int pdl;        /* else the gathering kernel as a dependent launch (NB6ACCEL_CUDA_PDL):
                      * 1 or 0 as asked, -1 where each GPU that can (9.0) */
     int inline_i;   /* a one-tile launch takes its i with it (NB6ACCEL_CUDA_INLINE_I) */
+    /* The j-set and each call's i in spatial order (NB6ACCEL_CUDA_SPATIAL:
+     * 1, 0, or -1 = from SPATIAL_MIN_J j per GPU); the cube of the Morton
+     * keys (cells per unit); the current
+     * chunk's i order (iperm[k]: the caller's i at place k; isort unset:
+     * the caller's order), and its keys and scratch (2 x NI_CHUNK). */
+    int spatial_mode;
+    float spatial_scale;
+    int isort, *iperm, *ikey;
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
     float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
@@ -165,6 +183,16 @@ typedef struct cuda_state {
  * little in that time, and any origin near the cluster keeps the digits). */
 #define ORIGIN_REFRESH 64
 
+/* The spatial order: j-sets after which it is found again (the bodies move
+ * little in that time, and any order is correct: only the far test's yield
+ * depends on it), and the j per GPU from which NB6ACCEL_CUDA_SPATIAL=auto
+ * uses it.  The force kernel gains from 128k j (H100, NI = 1024: 214-219
+ * against 238-247 us), but there the sorting of the i, the copies and the
+ * gathering through the order cost the call more (324-330 against 301-307
+ * us); at 256k the call gains 8 %, at 1M 16 % (session 24). */
+#define SPATIAL_REFRESH 16
+#define SPATIAL_MIN_J 262144
+
 #define CHECK(g, expr) GPUNB_CUDA_CHECK((g)->device, expr)
 
 static inline long long tiles_of(long long n) { return (n + GPUNB_CUDA_TILE_J - 1) / GPUNB_CUDA_TILE_J; }
@@ -181,9 +209,10 @@ NB6_INTERNAL int gpunb_cuda_mapped_alloc(cuda_gpu *g, void **host, void **device
 NB6_INTERNAL void gpunb_cuda_choose_origin(cuda_state *s, int nj, const double *m, const double *x, const double *v,
                                            size_t mstride, size_t stride);
 
-/* The far test's boxes of GPU g's j-set (GPUNB_CUDA_FAR_TEST builds), after
- * the j-set in g's stream. */
-NB6_INTERNAL int gpunb_cuda_boxes(cuda_gpu *g);
+/* After a new j-set on GPU g (in its stream), where it goes in spatial
+ * order: the order (found again every SPATIAL_REFRESH j-sets), the sorted
+ * copies and the far test's boxes. */
+NB6_INTERNAL int gpunb_cuda_jset_ready(cuda_state *s, cuda_gpu *g);
 
 /* The j-set of nj split over the GPUs in contiguous whole tiles (j0, nj, ntiles of each). */
 NB6_INTERNAL void gpunb_cuda_split_jset(cuda_state *s, int nj);

@@ -57,7 +57,7 @@ for label in "${labels[@]}"; do
     make -j16 libgpunb.la && make -j16 tests/gpu/bench_gpunb tests/gpu/test_gpunb_cuda) >"$LOGS/build-$label.log" 2>&1
   rc=$?
   note "== $label (${flags[$label]:-defaults}): build rc=$rc in $(( $(date +%s) - t0 )) s"
-  grep -A2 -E "Compiling entry function '_Z[0-9]+gpunb_force_kernelILb0ELi[0-9]+ELb0ELb0E" "$LOGS/build-$label.log" |
+  grep -A2 -E "Compiling entry function '_Z[0-9]+gpunb_force_kernelILb0ELi[0-9]+ELb0ELb0ELb[01]EE" "$LOGS/build-$label.log" |
     grep -E "registers|spill" | sed 's/ptxas info *: //; s/^/  ptxas fast kernel: /' | tee -a "$S"
   [ $rc = 0 ] || { tail -20 "$LOGS/build-$label.log"; continue; }
   (cd "$dir" && timeout 200 ./tests/gpu/test_gpunb_cuda quick) >"$LOGS/test-$label.log" 2>&1

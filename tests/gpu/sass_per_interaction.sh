@@ -11,7 +11,7 @@ lib=${1:?usage: sass_per_interaction.sh libgpunb.so [min-blocks variant, default
 variant=${2:-5}
 tile=64
 # (plain awk has no strtonum: hex addresses are converted by hand)
-cuobjdump -sass "$lib" | awk -v tile="$tile" -v fn="gpunb_force_kernelILb0ELi${variant}ELb0ELb0E" '
+cuobjdump -sass "$lib" | awk -v tile="$tile" -v fn="gpunb_force_kernelILb0ELi${variant}ELb0ELb0ELb0EE" '
   function hex(s,   i, n, c) { n = 0; s = tolower(s); sub(/^0x/, "", s)
     for (i = 1; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)) - 1; n = n * 16 + c }
     return n }

@@ -7,7 +7,8 @@
  * count or the last column, force/jerk/potential relative errors; repeat calls
  * give bit-identical results; gpunb_potential on the GPU against double;
  * GPU_LIST, NB6ACCEL_CUDA_WAVES, _SINGLE_LAUNCH, _PDL and _INLINE_I handling;
- * a j-set and blocks in spatial order, where neighbours crowd into few words.
+ * a j-set and blocks in spatial order, where neighbours crowd into few words,
+ * and NB6ACCEL_CUDA_SPATIAL (the library's own spatial order).
  * Without a usable GPU it prints "SKIP: ..." and exits 77.
  *
  * Lists may differ from the reference only in boundary-ambiguous members:
@@ -444,41 +445,69 @@ static void check_sizes(gpunb *gpu, gpunb *ref, const problem *p, const int *nis
     }
 }
 
-/* A j-set and blocks of i in spatial (Morton) order, the j-tiles spread
- * apart: each i's neighbours crowd into a few 32-j words, which the force
- * kernel records as one entry each (and, in a -DGPUNB_CUDA_FAR_TEST=1
- * build, most quarter tiles pass the far test).  NBODY6's order is not
- * spatial; the other cases cover it. */
+/* Spatial order, two ways.  First a j-set and blocks of i that come in
+ * Morton order (the j-tiles spread apart): each i's neighbours crowd into a
+ * few 32-j words, which the force kernel records as one entry each.  Then
+ * NB6ACCEL_CUDA_SPATIAL=1 on inputs in no spatial order (NBODY6's): the
+ * library sorts the j-set and each call's i itself and runs the far test
+ * (at any NJ: auto does so only from 256k j per GPU), and a call whose
+ * lists could outgrow the gathering's shared memory (lmax 5000) reads the
+ * j-set unsorted.  Refused values first. */
 static void check_spatial(int quick)
 {
-    const int nj = quick ? 3000 : 131072;
-    gpunb *gpu = NULL, *ref = NULL;
-    tl_cluster c;
-    tl_cluster_make(&c, nj, nj / 200, 0.0, 0.1);
-    int *perm = malloc(sizeof(int) * (size_t)nj);
-    const double centre[3] = {0.0, 0.0, 0.0};
-    tl_spatial_order(nj, (const double(*)[3])c.x, centre, 4.0, 256, perm);
-    tl_permute_rows(&c.x[0][0], nj, 3, perm);
-    tl_permute_rows(&c.v[0][0], nj, 3, perm);
-    tl_permute_rows(c.m, nj, 1, perm);
-    free(perm);
-    problem p;
-    problem_init(&p, &c);
-    if (TL_CHECK(gpunb_open(&gpu, nj, GPUNB_BACKEND_CUDA) == GPUNB_OK &&
-                     gpunb_open(&ref, nj, GPUNB_BACKEND_REFERENCE) == GPUNB_OK &&
-                     gpunb_send(gpu, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v) == GPUNB_OK &&
-                     gpunb_send(ref, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v) == GPUNB_OK,
-                 "spatial order: open or send failed: %s", gpunb_last_error())) {
-        spatial_blocks = 1;
-        const int nis[] = {64, 300, 1000, 2048};
-        check_sizes(gpu, ref, &p, nis, 4, quick ? 300 : 0, 80.0, "spatial, ");
-        check_case(gpu, ref, &p, quick ? 40 : 300, 80.0, 20, 400, "spatial, overflow by lmax");
-        spatial_blocks = 0;
+    const char *bad[] = {"2", "yes", "01", "auto "};
+    for (unsigned k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        gpunb *h = NULL;
+        setenv("NB6ACCEL_CUDA_SPATIAL", bad[k], 1);
+        TL_CHECK(gpunb_open(&h, 100, GPUNB_BACKEND_CUDA) == GPUNB_EUSAGE &&
+                     strstr(gpunb_last_error(), "NB6ACCEL_CUDA_SPATIAL") != NULL,
+                 "NB6ACCEL_CUDA_SPATIAL=\"%s\": open gave \"%s\"", bad[k], h ? "success" : gpunb_last_error());
+        gpunb_close(h);
     }
-    gpunb_close(gpu);
-    gpunb_close(ref);
-    problem_free(&p);
-    tl_cluster_free(&c);
+    unsetenv("NB6ACCEL_CUDA_SPATIAL");
+    for (int library = 0; library < 2; library++) {
+        const int nj = library ? (quick ? 3000 : 40000) : (quick ? 3000 : 131072);
+        gpunb *gpu = NULL, *ref = NULL;
+        tl_cluster c;
+        tl_cluster_make(&c, nj, nj / 200, 0.0, 0.1);
+        if (!library) {
+            int *perm = malloc(sizeof(int) * (size_t)nj);
+            const double centre[3] = {0.0, 0.0, 0.0};
+            tl_spatial_order(nj, (const double(*)[3])c.x, centre, 4.0, 256, perm);
+            tl_permute_rows(&c.x[0][0], nj, 3, perm);
+            tl_permute_rows(&c.v[0][0], nj, 3, perm);
+            tl_permute_rows(c.m, nj, 1, perm);
+            free(perm);
+        } else {
+            setenv("NB6ACCEL_CUDA_SPATIAL", "1", 1);
+        }
+        problem p;
+        problem_init(&p, &c);
+        if (TL_CHECK(gpunb_open(&gpu, nj, GPUNB_BACKEND_CUDA) == GPUNB_OK &&
+                         gpunb_open(&ref, nj, GPUNB_BACKEND_REFERENCE) == GPUNB_OK &&
+                         gpunb_send(gpu, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v) == GPUNB_OK &&
+                         gpunb_send(ref, nj, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v) == GPUNB_OK,
+                     "spatial order: open or send failed: %s", gpunb_last_error())) {
+            const char *prefix = library ? "SPATIAL=1, " : "spatial input, ";
+            char label[64];
+            const int nis[] = {64, 300, 1000, 2048};
+            spatial_blocks = !library;
+            check_sizes(gpu, ref, &p, nis, 4, quick ? 300 : 0, 80.0, prefix);
+            snprintf(label, sizeof label, "%soverflow", prefix);
+            check_case(gpu, ref, &p, quick ? 40 : 300, 80.0, 20, 400, label);
+            if (library) {
+                check_case(gpu, ref, &p, 40, 80.0, 5000, 4500, "SPATIAL=1, lmax 5000");
+                if (!quick)
+                    check_case(gpu, ref, &p, 5000, 50.0, 300, 250, "SPATIAL=1, NI=5000 (split)");
+            }
+            spatial_blocks = 0;
+        }
+        unsetenv("NB6ACCEL_CUDA_SPATIAL");
+        gpunb_close(gpu);
+        gpunb_close(ref);
+        problem_free(&p);
+        tl_cluster_free(&c);
+    }
 }
 
 /* NB6ACCEL_CUDA_SINGLE_LAUNCH, NB6ACCEL_CUDA_PDL and NB6ACCEL_CUDA_INLINE_I:
