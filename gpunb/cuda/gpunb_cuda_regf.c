@@ -175,10 +175,10 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     g->stamped_ni = fused && !single ? ni : 0;
     if (g->stamped_ni) /* (the last call's stamps have all arrived: finish_gpu waited for them) */
         memset(g->h_stamp, 0, sizeof(unsigned long long) * (size_t)(1 + ni));
-    /* The j-set in spatial order where it is sorted, unless the lists could
+    /* The j-set in spatial order where it is sorted, for the fast kernel
+     * (the only one with the far test) on more than one i-tile (with one,
+     * the order would only cost the gathering), unless the lists could
      * outgrow the shared memory that gathering them from that order needs. */
-    /* (Only the fast kernel has the far test, and with a single i-tile the
-     * order would only cost the gathering.) */
     const int spatial = g->spatial && !precise && ni_tiles > 1 &&
                         limit <= (single ? GPUNB_CUDA_SINGLE_SMEM_LIST : GPUNB_CUDA_GATHER_SMEM_LIST);
     const int *perm = spatial ? g->d_perm : NULL;
@@ -195,7 +195,7 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         .single = single, .sync = g->d_sync, .ni = ni, .limit = limit,
         .result = results_of(g->d_hout), .compact = compact_of(g->d_hout, ni),
         .stamp_start = g->stamped_ni ? g->d_stamp : NULL,
-        .box = spatial && !precise ? g->d_box : NULL, .perm = perm,
+        .box = spatial ? g->d_box : NULL, .perm = perm,
     };
     /* A programmatic dependent launch needs the gathering kernel right after
      * the force kernel.  The force time of a small call includes the
