@@ -186,10 +186,11 @@ typedef struct cuda_state {
 /* The spatial order: j-sets after which it is found again (the bodies move
  * little in that time, and any order is correct: only the far test's yield
  * depends on it), and the j per GPU from which NB6ACCEL_CUDA_SPATIAL=auto
- * uses it.  The force kernel gains from 128k j (H100, NI = 1024: 214-219
- * against 238-247 us), but there the sorting of the i, the copies and the
- * gathering through the order cost the call more (324-330 against 301-307
- * us); at 256k the call gains 8 %, at 1M 16 % (session 24). */
+ * uses it.  At 128k j the force kernel gains (H100, NI = 1024: 214-225
+ * against 239-245 us) but the call only breaks even (303-313 against
+ * 304-311 us; NI = 2048 gains 5-9 %, NI = 512 loses 6-11 %): the i's sort
+ * on the host (15-19 us) and the gathering through the order cost the
+ * rest.  At 256k the call gains 6-9 %, at 1M 17 % (session 24). */
 #define SPATIAL_REFRESH 16
 #define SPATIAL_MIN_J 262144
 
