@@ -446,8 +446,11 @@ void gpunb_cuda_choose_origin(cuda_state *s, int nj, const double *m, const doub
         v2 += cv[c] * cv[c];
     }
     const double rx = sqrt(fmax(sx / mt - x2, 0.0)), rv = sqrt(fmax(sv / mt - v2, 0.0));
-    /* the spatial order's cube: 1024 cells over 6 rms radii about the origin */
-    s->spatial_scale = rx > 0.0 ? (float)(1024.0 / (6.0 * rx)) : 1.0f;
+    /* The spatial order's cube: 1024 cells over 6-12 rms radii about the
+     * origin, at a power of two of cells per unit, so that the send's
+     * positions and the records' (gpunb_predict) give the same order, as
+     * they give the same origin (on_grid). */
+    s->spatial_scale = rx > 0.0 ? ldexpf(1.0f, (int)floor(log2(1024.0 / (6.0 * rx)))) : 1.0f;
     for (int c = 0; c < 3; c++) {
         s->origin[c] = on_grid(cx[c], rx, 4);
         s->vorigin[c] = on_grid(cv[c], rv, 2);
