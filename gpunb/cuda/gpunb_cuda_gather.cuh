@@ -50,7 +50,7 @@ static __device__ __forceinline__ unsigned long long gpu_clock_ns(void)
  * number of smaller ones, all distinct) is its place in the sorted list:
  * each thread ranks two at once against all, four per shared load.  The
  * host asks for this only where count <= limit <= smem_list. */
-static __device__ __forceinline__ void gather_spatial(int words, int count, int2 first, const int2 *__restrict__ src,
+static __device__ __forceinline__ void gather_spatial(int words, int count, const int2 *__restrict__ src,
                                                       const int *__restrict__ perm, int j0, int *__restrict__ dst,
                                                       const gather_smem sm)
 {
@@ -61,7 +61,6 @@ static __device__ __forceinline__ void gather_spatial(int words, int count, int2
         filled = 0;
     __syncthreads();
     const int lane = tid % 32;
-    (void)first;
     for (int e = tid / 32; e < words; e += NT / 32) { /* uniform per warp */
         const int2 r = __ldcg(src + e);
         const unsigned b = (unsigned)r.y;
@@ -154,7 +153,7 @@ static __device__ __forceinline__ void gather_one(int i, unsigned long long *__r
      * the neighbours in records of smaller words, in ascending order. */
     int *dst = compact + (size_t)i * cap;
     if (perm) { /* entries of the spatial order: their j, then sorted (count <= limit <= smem_list) */
-        gather_spatial(words, count, first, src, perm, j0, dst, sm);
+        gather_spatial(words, count, src, perm, j0, dst, sm);
         return;
     }
     const int wpad = (words + 3) & ~3;
