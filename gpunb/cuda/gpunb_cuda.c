@@ -96,8 +96,6 @@ static void free_gpu(cuda_gpu *g)
         cudaEventDestroy(g->ev_force0);
     if (g->ev_force1)
         cudaEventDestroy(g->ev_force1);
-    if (g->ev_fork)
-        cudaEventDestroy(g->ev_fork);
     if (g->ev_join)
         cudaEventDestroy(g->ev_join);
     if (g->ev_records)
@@ -151,6 +149,7 @@ static void cuda_close(void *state)
     free(s->redo);
     free(s->redo_j);
     free(s->iperm);
+    free(s->irank);
     free(s->ikey);
     free(s->short_flag);
     free(s->least_a2);
@@ -216,7 +215,6 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
     CHECK(g, cudaStreamCreateWithFlags(&g->side, cudaStreamNonBlocking));
     CHECK(g, cudaEventCreate(&g->ev_force0));
     CHECK(g, cudaEventCreate(&g->ev_force1));
-    CHECK(g, cudaEventCreateWithFlags(&g->ev_fork, cudaEventDisableTiming));
     CHECK(g, cudaEventCreateWithFlags(&g->ev_join, cudaEventDisableTiming));
     CHECK(g, cudaEventCreateWithFlags(&g->ev_records, cudaEventDisableTiming));
     CHECK(g, cudaMalloc((void **)&g->d_jpos, jbytes));
@@ -318,7 +316,7 @@ static int cuda_open(void **state, int capacity, char *desc)
     s = calloc(1, sizeof *s);
     if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu)) ||
         !(s->redo = malloc(sizeof(int) * chunk)) || !(s->redo_j = malloc(sizeof(int) * chunk)) ||
-        !(s->iperm = malloc(sizeof(int) * chunk)) || !(s->ikey = malloc(2 * sizeof(int) * chunk)) ||
+        !(s->iperm = malloc(sizeof(int) * chunk)) || !(s->irank = malloc(sizeof(int) * chunk)) || !(s->ikey = malloc(2 * sizeof(int) * chunk)) ||
         !(s->short_flag = malloc(chunk)) || !(s->least_a2 = malloc(sizeof(double) * chunk)) ||
         !(s->r_h2 = malloc(sizeof(double) * chunk)) || !(s->r_dtr = malloc(sizeof(double) * chunk)) ||
         !(s->r_xi = malloc(sizeof(double[3]) * chunk)) || !(s->r_vi = malloc(sizeof(double[3]) * chunk)) ||

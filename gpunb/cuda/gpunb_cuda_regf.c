@@ -213,8 +213,7 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
                                           compact_of(g->d_hout, ni), results_of(g->d_hout), g->d_partial,
                                           (int)nslices, ni_pad, g->d_stamp + 1, pdl, g->stream));
     } else { /* reduction and gathering need only the force kernel: side by side */
-        CHECK(g, cudaEventRecord(g->ev_fork, g->stream));
-        CHECK(g, cudaStreamWaitEvent(g->side, g->ev_fork, 0));
+        CHECK(g, cudaStreamWaitEvent(g->side, g->ev_force1, 0));
         CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, perm, g->j0, ni, limit,
                                           compact_of(g->d_hout, ni), results_of(g->d_hout), NULL, 0, 0, NULL,
                                           0, g->side));
@@ -308,20 +307,22 @@ static int spatial_i(const cuda_state *s, int ni)
     return 0;
 }
 
-/* s->iperm: the chunk's i in the order of the Morton key (the j-set's: 1024
- * cells per axis, see gpunb_cuda_launch_spatial_sort) of position i, which
- * pos(ctx, i, x) gives about the origin.  The keys on the OpenMP team, then
- * two stable counting passes of 11 bits over the key's top 22 (about 160
- * cells per axis: fine enough for warps of nearby i; s->ikey holds the
- * keys, then scratch).  Three passes over all 30 bits on one thread took
- * 30 us of a 1024-i call on the H100 box's host, this 15-19 us. */
+/* The chunk's i in spatial order: s->iperm[k] is the caller's i at place
+ * k, s->irank[i] its place.  The key is the Morton key of position i (which
+ * pos(ctx, i, x) gives about the origin) on the j-set's cube (1024 cells
+ * per axis, see gpunb_cuda_launch_spatial_sort), cut to its top 22 bits
+ * (about 160 cells per axis: fine enough for warps of nearby i); s->ikey
+ * holds the keys, then scratch.  Run by every thread of the fill's team:
+ * the keys are shared out, then one thread sorts in two stable counting
+ * passes of 11 bits while the others wait.  (A team of its own for the keys
+ * cost a second start and end: the fill of a 1024-i call took 33 us with
+ * the order, now 27, against 7.5 without it, on the H100 box's host.) */
 static void order_i(cuda_state *s, int ni, void (*pos)(const void *, int, double *), const void *ctx)
 {
     enum { BITS = 11, BUCKETS = 1 << BITS, DROP = 30 - 2 * BITS };
     unsigned *key = (unsigned *)s->ikey;
-    int *from = s->iperm, *to = s->ikey + GPUNB_CUDA_NI_CHUNK;
     const double scale = s->spatial_scale;
-#pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
+#pragma omp for schedule(static)
     for (int i = 0; i < ni; i++) {
         double x[3];
         unsigned c[3];
@@ -331,21 +332,28 @@ static void order_i(cuda_state *s, int ni, void (*pos)(const void *, int, double
             c[d] = t >= 0.0 ? (t < 1023.0 ? (unsigned)t : 1023u) : 0u; /* (NaN: 0) */
         }
         key[i] = nb6_morton10(c) >> DROP;
-        from[i] = i;
     }
-    for (int pass = 0; pass < 2; pass++) {
+#pragma omp single
+    {
+        int *sorted = s->iperm, *scratch = s->ikey + GPUNB_CUDA_NI_CHUNK;
         int start[BUCKETS + 1];
-        const int shift = pass * BITS;
         memset(start, 0, sizeof start);
         for (int i = 0; i < ni; i++)
-            start[(key[from[i]] >> shift & (BUCKETS - 1)) + 1]++;
+            start[(key[i] & (BUCKETS - 1)) + 1]++;
         for (int b = 0; b < BUCKETS; b++)
             start[b + 1] += start[b];
         for (int i = 0; i < ni; i++)
-            to[start[key[from[i]] >> shift & (BUCKETS - 1)]++] = from[i];
-        int *t = from;
-        from = to;
-        to = t;
+            scratch[start[key[i] & (BUCKETS - 1)]++] = i;
+        memset(start, 0, sizeof start);
+        for (int i = 0; i < ni; i++)
+            start[(key[i] >> BITS) + 1]++;
+        for (int b = 0; b < BUCKETS; b++)
+            start[b + 1] += start[b];
+        for (int q = 0; q < ni; q++) {
+            const int i = scratch[q], k = start[key[i] >> BITS]++;
+            sorted[k] = i;
+            s->irank[i] = k;
+        }
     }
 }
 
@@ -382,26 +390,28 @@ void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int ni, const double *h2, const do
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
     float4 *ipos = s->h_ibuf, *ivel = s->h_ibuf + ni_pad, *ilo = s->h_ibuf + 2 * ni_pad;
-
-    s->isort = spatial_i(s, ni);
-    if (s->isort)
-        order_i(s, ni, ibuf_pos_of, &(ibuf_pos){xi, o});
-    const int *order = s->isort ? s->iperm : NULL;
-#pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
-    for (int k = 0; k < ni_pad; k++) {
-        float4 p = {0, 0, 0, -1.0f}, u = {0, 0, 0, 0}, l = {0, 0, 0, 0}; /* padding: h2 < 0 */
-        const int i = order && k < ni ? order[k] : k;
-        if (i < ni) {
-            nb6_split(xi[i][0] - o[0], &p.x, &l.x);
-            nb6_split(xi[i][1] - o[1], &p.y, &l.y);
-            nb6_split(xi[i][2] - o[2], &p.z, &l.z);
-            p.w = (float)h2[i];
-            u = (float4){(float)(vi[i][0] - vo[0]), (float)(vi[i][1] - vo[1]),
-                         (float)(vi[i][2] - vo[2]), (float)dtr[i]};
+    const int isort = s->isort = spatial_i(s, ni);
+    const int *order = isort ? s->iperm : NULL;
+#pragma omp parallel if (ni >= HOST_PARALLEL_NI)
+    {
+        if (isort)
+            order_i(s, ni, ibuf_pos_of, &(ibuf_pos){xi, o});
+#pragma omp for schedule(static)
+        for (int k = 0; k < ni_pad; k++) {
+            float4 p = {0, 0, 0, -1.0f}, u = {0, 0, 0, 0}, l = {0, 0, 0, 0}; /* padding: h2 < 0 */
+            const int i = order && k < ni ? order[k] : k;
+            if (i < ni) {
+                nb6_split(xi[i][0] - o[0], &p.x, &l.x);
+                nb6_split(xi[i][1] - o[1], &p.y, &l.y);
+                nb6_split(xi[i][2] - o[2], &p.z, &l.z);
+                p.w = (float)h2[i];
+                u = (float4){(float)(vi[i][0] - vo[0]), (float)(vi[i][1] - vo[1]),
+                             (float)(vi[i][2] - vo[2]), (float)dtr[i]};
+            }
+            ipos[k] = p;
+            ivel[k] = u;
+            ilo[k] = l;
         }
-        ipos[k] = p;
-        ivel[k] = u;
-        ilo[k] = l;
     }
 }
 
@@ -409,21 +419,24 @@ void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int ni, const double *h2, const do
 void gpunb_cuda_regf_fill_iidx(cuda_state *s, int ni, const int *j_index, const double *h2, const double *dtr)
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
-    s->isort = s->rec && spatial_i(s, ni);
-    if (s->isort)
-        order_i(s, ni, member_pos_of, &(member_pos){s, j_index});
-    const int *order = s->isort ? s->iperm : NULL;
-#pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
-    for (int k = 0; k < ni_pad; k++) {
-        int4 d = {-1, 0, 0, 0};
-        const int i = order && k < ni ? order[k] : k;
-        if (i < ni) {
-            float fh = (float)h2[i], fd = (float)dtr[i];
-            d.x = j_index[i];
-            memcpy(&d.y, &fh, sizeof fh);
-            memcpy(&d.z, &fd, sizeof fd);
+    const int isort = s->isort = s->rec && spatial_i(s, ni);
+    const int *order = isort ? s->iperm : NULL;
+#pragma omp parallel if (ni >= HOST_PARALLEL_NI)
+    {
+        if (isort)
+            order_i(s, ni, member_pos_of, &(member_pos){s, j_index});
+#pragma omp for schedule(static)
+        for (int k = 0; k < ni_pad; k++) {
+            int4 d = {-1, 0, 0, 0};
+            const int i = order && k < ni ? order[k] : k;
+            if (i < ni) {
+                float fh = (float)h2[i], fd = (float)dtr[i];
+                d.x = j_index[i];
+                memcpy(&d.y, &fh, sizeof fh);
+                memcpy(&d.z, &fd, sizeof fd);
+            }
+            s->h_iidx[k] = d;
         }
-        s->h_iidx[k] = d;
     }
 }
 
@@ -521,14 +534,14 @@ static void collect_one(const cuda_state *s, int k, int i, int ni, double (*acc)
         pot[i] = phi;
 }
 
-/* collect_one, and with flag (the chunk's precision_bounds are in
- * least_a2) whether gpunb_cuda_regf_redo_precise must redo the caller's i at place k: in the same pass, since a
- * pass of its own over a large call's i cost a team's start and end (5-12
- * us at NI = 512-2048 on the H100 box). */
-static void collect_flag(cuda_state *s, int k, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
+/* collect_one of the caller's i, at place k, and with flag (the chunk's
+ * precision_bounds are in least_a2) whether gpunb_cuda_regf_redo_precise
+ * must redo i: in the same pass, since a pass of its own over a large
+ * call's i cost a team's start and end (5-12 us at NI = 512-2048 on the H100
+ * box). */
+static void collect_flag(cuda_state *s, int k, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
                          int lmax, int limit, int *list, int flag)
 {
-    const int i = s->isort ? s->iperm[k] : k; /* the caller's i at place k */
     collect_one(s, k, i, ni, acc, jrk, pot, lmax, limit, list);
     if (flag)
         s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s->least_a2[i], acc[i]);
@@ -547,7 +560,7 @@ static int collect_as_stamped(cuda_state *s, cuda_gpu *g, int ni, double (*acc)[
         for (int i = 0; i < ni; i++)
             if (!copied[i] && stamp[i] != 0) {
                 atomic_thread_fence(memory_order_acquire); /* i's results are read after its stamp */
-                collect_flag(s, i, ni, acc, jrk, pot, lmax, limit, list, flag);
+                collect_flag(s, i, s->isort ? s->iperm[i] : i, ni, acc, jrk, pot, lmax, limit, list, flag);
                 copied[i] = 1;
                 left--;
             }
@@ -561,7 +574,7 @@ static int collect_as_stamped(cuda_state *s, cuda_gpu *g, int ni, double (*acc)[
         return st;
     for (int i = 0; i < ni; i++)
         if (!copied[i])
-            collect_flag(s, i, ni, acc, jrk, pot, lmax, limit, list, flag);
+            collect_flag(s, i, s->isort ? s->iperm[i] : i, ni, acc, jrk, pot, lmax, limit, list, flag);
     return GPUNB_OK;
 }
 
@@ -583,9 +596,11 @@ int gpunb_cuda_regf_chunk_collect(cuda_state *s, int ni, double (*acc)[3], doubl
     }
     *t_force += tf;
 
+    /* by the caller's i: each thread writes rows of its own (false sharing
+     * of acc, jrk and pot cost a 1024-i call 15 us in spatial order) */
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
     for (int i = 0; i < ni; i++)
-        collect_flag(s, i, ni, acc, jrk, pot, lmax, limit, list, flag);
+        collect_flag(s, s->isort ? s->irank[i] : i, i, ni, acc, jrk, pot, lmax, limit, list, flag);
     return GPUNB_OK;
 }
 

@@ -47,7 +47,7 @@ typedef struct cuda_gpu {
     int stamped_ni;
     cudaStream_t stream, side;     /* side: the gathering kernel, beside the reduction */
     cudaEvent_t ev_force0, ev_force1; /* timing of the force kernel */
-    cudaEvent_t ev_fork, ev_join;     /* side waits for the force, stream for side */
+    cudaEvent_t ev_join;              /* the stream waits for side (side for ev_force1) */
     cudaEvent_t ev_records;           /* the host's records copied (predict) */
     /* this GPU's part of the current j-set: j0 .. j0 + nj - 1 */
     int j0, nj;
@@ -129,11 +129,12 @@ typedef struct cuda_state {
     /* The j-set and each call's i in spatial order (NB6ACCEL_CUDA_SPATIAL:
      * 1, 0, or -1 = from SPATIAL_MIN_J j per GPU); the cube of the Morton
      * keys (cells per unit); the current
-     * chunk's i order (iperm[k]: the caller's i at place k; isort unset:
-     * the caller's order), and its keys and scratch (2 x NI_CHUNK). */
+     * chunk's i order (iperm[k]: the caller's i at place k, irank[i]: its
+     * place; isort unset: the caller's order), and its keys and scratch
+     * (2 x NI_CHUNK). */
     int spatial_mode;
     float spatial_scale;
-    int isort, *iperm, *ikey;
+    int isort, *iperm, *irank, *ikey;
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
     float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
