@@ -148,7 +148,11 @@ static __device__ __forceinline__ bool interact(const float4 pi, const float4 vi
 /* Whether no j of quarter q can be a neighbour of this thread's i, nor at
  * r = 0: the distance from x_i to the box of the x_j, and from x_i + dt v_i
  * to the box of the x_j + dt v_j (which holds them for dt >= 0), both at
- * least sqrt(m_max h2).  NaN anywhere, or dt < 0, answers false. */
+ * least sqrt(m_max h2).  NaN anywhere, or dt < 0, answers false; h2 < 0
+ * (the padding past the last i, at the origin: inside the central boxes)
+ * answers true, as no j can be its neighbour: otherwise the warps of a
+ * call's last, partial i-tile took the full path wherever boxes held the
+ * origin. */
 static __device__ __forceinline__ bool far_from_quarter(const float4 *__restrict__ box, int q, const float4 pi,
                                                         const float4 vi)
 {
@@ -168,7 +172,7 @@ static __device__ __forceinline__ bool far_from_quarter(const float4 *__restrict
     const float d2 = (ex * ex + ey * ey + ez * ez) * FAR_SHRINK;
     const float p2 = (fx * fx + fy * fy + fz * fz) * FAR_SHRINK;
     const float mh2 = lo.w * h2;
-    return d2 >= mh2 && p2 >= mh2 && d2 > 0.0f && dt >= 0.0f;
+    return h2 < 0.0f || (d2 >= mh2 && p2 >= mh2 && d2 > 0.0f && dt >= 0.0f);
 }
 
 
