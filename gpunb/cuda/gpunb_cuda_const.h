@@ -78,8 +78,9 @@
  * buffers for the neighbour lists scale with it (chunk * limit ints). */
 #define GPUNB_CUDA_NI_CHUNK 16384
 
-/* Reduction kernel: a block sums one component for 32 i (one per lane);
- * this many warps share the slices of those i. */
+/* Reduction kernel: a block sums the components of 32 i (one per lane);
+ * this many warps share the slices of those i (the warps' share and their
+ * fixed order make the sums' bits: changing it changes trajectories). */
 #define GPUNB_CUDA_REDUCE_WARPS 32
 
 /* List-gathering kernel: threads per i, and the longest list it sorts in
