@@ -2,6 +2,8 @@
  *   call_us    wall time of one whole gpunb_regf (upload, kernels, gather,
  *              download, host combination), median over the repetitions;
  *   kernel_us  time of the force kernel alone (CUDA events, from gpunb_stats);
+ *   gather_us  the library's time in reduction, list gathering and download
+ *              (gpunb_stats' time_gather per call);
  *   inter/s    NI * NJ / kernel time;  Gflops = 60 * inter/s (the 60-flop
  *              convention of NBODY6's GPU library);
  *   issue%     inter/s as a fraction of the issue-bound limit
