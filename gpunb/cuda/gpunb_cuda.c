@@ -66,6 +66,7 @@ static void free_gpu(cuda_gpu *g)
     cudaFree(g->d_nbcount);
     cudaFree(g->d_sync);
     cudaFreeHost(g->h_stamp);
+    cudaFreeHost(g->h_order);
     cudaFree(g->d_nblist);
     cudaFreeHost(g->h_out);
     cudaFree(g->d_rec);
@@ -148,9 +149,6 @@ static void cuda_close(void *state)
     free(s->p_vi);
     free(s->redo);
     free(s->redo_j);
-    free(s->iperm);
-    free(s->irank);
-    free(s->ikey);
     free(s->short_flag);
     free(s->least_a2);
     free(s->r_h2);
@@ -231,8 +229,9 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
         CHECK(g, gpunb_cuda_spatial_temp_bytes(capacity_pad, &g->sort_temp_bytes));
         CHECK(g, cudaMalloc(&g->d_sort_temp, g->sort_temp_bytes));
     }
-    CHECK(g, cudaMalloc((void **)&g->d_ibuf, 3 * sizeof(float4) * GPUNB_CUDA_NI_CHUNK));
-    CHECK(g, cudaMalloc((void **)&g->d_iidx, sizeof(int4) * GPUNB_CUDA_NI_CHUNK));
+    CHECK(g, cudaMalloc((void **)&g->d_ibuf, 2 * 3 * sizeof(float4) * GPUNB_CUDA_NI_CHUNK));
+    CHECK(g, cudaMalloc((void **)&g->d_iidx, 2 * sizeof(int4) * GPUNB_CUDA_NI_CHUNK));
+    CHECK(g, gpunb_cuda_order_i_prepare());
     /* nslices * ni_tiles <= max(waves * force_blocks, ni_tiles) (see launch_gpu, gpunb_cuda_regf.c) */
     partial_floats = (size_t)(waves * g->force_blocks + GPUNB_CUDA_NI_CHUNK / GPUNB_CUDA_BLOCK_I) *
                      GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_NPARTIAL;
@@ -246,6 +245,8 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
     CHECK(g, cudaDeviceSynchronize());
     if ((st = gpunb_cuda_mapped_alloc(g, (void **)&g->h_stamp, (void **)&g->d_stamp,
                                       sizeof(unsigned long long) * (1 + FUSED_REDUCE_NI))) ||
+        (st = gpunb_cuda_mapped_alloc(g, (void **)&g->h_order, (void **)&g->d_order,
+                                      2 * sizeof(int) * GPUNB_CUDA_NI_CHUNK)) ||
         (st = host_alloc(g, (void **)&g->h_jpos, jbytes)) ||
         (st = host_alloc(g, (void **)&g->h_jvel, jbytes)) ||
         (st = host_alloc(g, (void **)&g->h_jlo, jbytes)))
@@ -316,7 +317,6 @@ static int cuda_open(void **state, int capacity, char *desc)
     s = calloc(1, sizeof *s);
     if (!s || !(s->gpu = calloc((size_t)n, sizeof *s->gpu)) ||
         !(s->redo = malloc(sizeof(int) * chunk)) || !(s->redo_j = malloc(sizeof(int) * chunk)) ||
-        !(s->iperm = malloc(sizeof(int) * chunk)) || !(s->irank = malloc(sizeof(int) * chunk)) || !(s->ikey = malloc(2 * sizeof(int) * chunk)) ||
         !(s->short_flag = malloc(chunk)) || !(s->least_a2 = malloc(sizeof(double) * chunk)) ||
         !(s->r_h2 = malloc(sizeof(double) * chunk)) || !(s->r_dtr = malloc(sizeof(double) * chunk)) ||
         !(s->r_xi = malloc(sizeof(double[3]) * chunk)) || !(s->r_vi = malloc(sizeof(double[3]) * chunk)) ||

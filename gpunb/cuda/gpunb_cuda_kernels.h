@@ -133,6 +133,18 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_spatial_copy(const int *perm, int n, 
                                                         const float4 *jvel, const float4 *jlo, float4 *spos,
                                                         float4 *svel, float4 *slo, cudaStream_t stream);
 
+/* A call's ni i (1 <= ni <= NI_CHUNK, padded to ni_pad) in spatial order,
+ * on the cube of the j-set's order: from ibuf (nbuf arrays of ni_pad float4,
+ * positions first) into ibuf_sorted, or where iidx is set (i as j-set
+ * members, positions mpos[iidx[k].x]) from iidx into iidx_sorted; perm[k]
+ * = the caller's i at place k, rank[i] = its place (both NULL: not wanted).
+ * One block, after gpunb_cuda_order_i_prepare on the device. */
+NB6_INTERNAL cudaError_t gpunb_cuda_order_i_prepare(void);
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_order_i(int ni, int ni_pad, float scale, const float4 *ibuf,
+                                                   float4 *ibuf_sorted, int nbuf, const int4 *iidx,
+                                                   int4 *iidx_sorted, const float4 *mpos, int *perm, int *rank,
+                                                   cudaStream_t stream);
+
 /* rec[index[k]] = staged[k] for k < n (index local to this GPU's records). */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_scatter(const gpunb_cuda_jrec *staged, const int *index,
                                                    int n, gpunb_cuda_jrec *rec, cudaStream_t stream);

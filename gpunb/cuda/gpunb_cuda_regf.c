@@ -114,6 +114,16 @@ static int waves_of(const cuda_state *s, const cuda_gpu *g)
     return g->ntiles <= GPUNB_CUDA_WAVES_SHORT_TILES ? GPUNB_CUDA_WAVES_SHORT : GPUNB_CUDA_WAVES;
 }
 
+/* The first GPU that computes the current chunk (busy is set for every GPU
+ * before the first launch). */
+static cuda_gpu *first_busy(cuda_state *s)
+{
+    for (int k = 0; k < s->ngpu; k++)
+        if (s->gpu[k].busy)
+            return &s->gpu[k];
+    return NULL;
+}
+
 /* Enqueue one chunk on GPU g: upload i (coordinates from h_ibuf, or with
  * members set, j-set indices from h_iidx), force, reduce, gather, download. */
 static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise, int members)
@@ -170,6 +180,21 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         CHECK(g, cudaMemcpyAsync(g->d_iidx, s->h_iidx, ibytes, cudaMemcpyHostToDevice, g->stream));
     else
         CHECK(g, cudaMemcpyAsync(g->d_ibuf, s->h_ibuf, ibytes, cudaMemcpyHostToDevice, g->stream));
+    /* The i in spatial order (s->isort: never a one-tile launch); every GPU
+     * finds the same order from the same i, the first one tells the host. */
+    const float4 *ibuf = g->d_ibuf;
+    const int4 *iidx = g->d_iidx;
+    if (s->isort) {
+        float4 *ibuf_sorted = g->d_ibuf + 3 * GPUNB_CUDA_NI_CHUNK;
+        int4 *iidx_sorted = g->d_iidx + GPUNB_CUDA_NI_CHUNK;
+        const int tells = g == first_busy(s);
+        CHECK(g, gpunb_cuda_launch_order_i(ni, ni_pad, s->spatial_scale, g->d_ibuf, ibuf_sorted, precise ? 3 : 2,
+                                           members ? g->d_iidx : NULL, iidx_sorted, g->d_jpos,
+                                           tells ? g->d_order : NULL, tells ? g->d_order + GPUNB_CUDA_NI_CHUNK : NULL,
+                                           g->stream));
+        ibuf = ibuf_sorted;
+        iidx = iidx_sorted;
+    }
     /* A small call is timed by the GPU's own clock, stamped by the kernels
      * (two event records cost its critical path ~3 us of host time). */
     g->stamped_ni = fused && !single ? ni : 0;
@@ -186,8 +211,8 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         .precise = precise, .min_blocks = s->min_blocks, .jpos = spatial ? g->d_spos : g->d_jpos,
         .jvel = spatial ? g->d_svel : g->d_jvel, .jlo = spatial ? g->d_slo : g->d_jlo,
         .mpos = g->d_jpos, .mvel = g->d_jvel, .mlo = g->d_jlo,
-        .ntiles = g->ntiles, .j0 = g->j0, .ipos = g->d_ibuf, .ivel = g->d_ibuf + ni_pad,
-        .ilo = g->d_ibuf + 2 * ni_pad, .iidx = members ? g->d_iidx : NULL, .ni_tiles = ni_tiles,
+        .ntiles = g->ntiles, .j0 = g->j0, .ipos = ibuf, .ivel = ibuf + ni_pad,
+        .ilo = ibuf + 2 * ni_pad, .iidx = members ? iidx : NULL, .ni_tiles = ni_tiles,
         .nslices = (int)nslices, .granule = granule,
         .slice_units = (int)(units / nslices), .slice_extra = (int)(units % nslices),
         .partial = g->d_partial, .slices_inner = fused, .nbcount = g->d_nbcount,
@@ -307,136 +332,50 @@ static int spatial_i(const cuda_state *s, int ni)
     return 0;
 }
 
-/* The chunk's i in spatial order: s->iperm[k] is the caller's i at place
- * k, s->irank[i] its place.  The key is the Morton key of position i (which
- * pos(ctx, i, x) gives about the origin) on the j-set's cube (1024 cells
- * per axis, see gpunb_cuda_launch_spatial_sort), cut to its top 22 bits
- * (about 160 cells per axis: fine enough for warps of nearby i); s->ikey
- * holds the keys, then scratch.  Run by every thread of the fill's team:
- * the keys are shared out, then one thread sorts in two stable counting
- * passes of 11 bits while the others wait.  (A team of its own for the keys
- * cost a second start and end: the fill of a 1024-i call took 33 us with
- * the order, now 27, against 7.5 without it, on the H100 box's host.) */
-static void order_i(cuda_state *s, int ni, void (*pos)(const void *, int, double *), const void *ctx)
-{
-    enum { BITS = 11, BUCKETS = 1 << BITS, DROP = 30 - 2 * BITS };
-    unsigned *key = (unsigned *)s->ikey;
-    const double scale = s->spatial_scale;
-#pragma omp for schedule(static)
-    for (int i = 0; i < ni; i++) {
-        double x[3];
-        unsigned c[3];
-        pos(ctx, i, x);
-        for (int d = 0; d < 3; d++) {
-            const double t = x[d] * scale + 512.0;
-            c[d] = t >= 0.0 ? (t < 1023.0 ? (unsigned)t : 1023u) : 0u; /* (NaN: 0) */
-        }
-        key[i] = nb6_morton10(c) >> DROP;
-    }
-#pragma omp single
-    {
-        int *sorted = s->iperm, *scratch = s->ikey + GPUNB_CUDA_NI_CHUNK;
-        int start[BUCKETS + 1];
-        memset(start, 0, sizeof start);
-        for (int i = 0; i < ni; i++)
-            start[(key[i] & (BUCKETS - 1)) + 1]++;
-        for (int b = 0; b < BUCKETS; b++)
-            start[b + 1] += start[b];
-        for (int i = 0; i < ni; i++)
-            scratch[start[key[i] & (BUCKETS - 1)]++] = i;
-        memset(start, 0, sizeof start);
-        for (int i = 0; i < ni; i++)
-            start[(key[i] >> BITS) + 1]++;
-        for (int b = 0; b < BUCKETS; b++)
-            start[b + 1] += start[b];
-        for (int q = 0; q < ni; q++) {
-            const int i = scratch[q], k = start[key[i] >> BITS]++;
-            sorted[k] = i;
-            s->irank[i] = k;
-        }
-    }
-}
-
-typedef struct ibuf_pos {
-    const double (*xi)[3];
-    const double *o;
-} ibuf_pos;
-
-static void ibuf_pos_of(const void *ctx, int i, double *x)
-{
-    const ibuf_pos *p = ctx;
-    for (int d = 0; d < 3; d++)
-        x[d] = p->xi[i][d] - p->o[d];
-}
-
-/* The j-set member's position at its record's epoch: near enough for the order. */
-typedef struct member_pos {
-    const cuda_state *s;
-    const int *j_index;
-} member_pos;
-
-static void member_pos_of(const void *ctx, int i, double *x)
-{
-    const member_pos *p = ctx;
-    for (int d = 0; d < 3; d++)
-        x[d] = p->s->rec[p->j_index[i]].x0[d] - p->s->origin[d];
-}
-
 /* The i of a chunk as float coordinates about the origin, in h_ibuf: xi, vi
  * are taken about o, vo (the state's origin, or zero where they are relative
- * to it already); in spatial order where spatial_i says so. */
+ * to it already); the GPUs put them in spatial order where spatial_i says
+ * so (on the host, the keys and the sort cost a 1024-i call 19 us of its
+ * critical path, session 25). */
 void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int ni, const double *h2, const double *dtr,
                                const double (*xi)[3], const double (*vi)[3], const double *o, const double *vo)
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
     float4 *ipos = s->h_ibuf, *ivel = s->h_ibuf + ni_pad, *ilo = s->h_ibuf + 2 * ni_pad;
-    const int isort = s->isort = spatial_i(s, ni);
-    const int *order = isort ? s->iperm : NULL;
-#pragma omp parallel if (ni >= HOST_PARALLEL_NI)
-    {
-        if (isort)
-            order_i(s, ni, ibuf_pos_of, &(ibuf_pos){xi, o});
-#pragma omp for schedule(static)
-        for (int k = 0; k < ni_pad; k++) {
-            float4 p = {0, 0, 0, -1.0f}, u = {0, 0, 0, 0}, l = {0, 0, 0, 0}; /* padding: h2 < 0 */
-            const int i = order && k < ni ? order[k] : k;
-            if (i < ni) {
-                nb6_split(xi[i][0] - o[0], &p.x, &l.x);
-                nb6_split(xi[i][1] - o[1], &p.y, &l.y);
-                nb6_split(xi[i][2] - o[2], &p.z, &l.z);
-                p.w = (float)h2[i];
-                u = (float4){(float)(vi[i][0] - vo[0]), (float)(vi[i][1] - vo[1]),
-                             (float)(vi[i][2] - vo[2]), (float)dtr[i]};
-            }
-            ipos[k] = p;
-            ivel[k] = u;
-            ilo[k] = l;
+    s->isort = spatial_i(s, ni);
+#pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
+    for (int i = 0; i < ni_pad; i++) {
+        float4 p = {0, 0, 0, -1.0f}, u = {0, 0, 0, 0}, l = {0, 0, 0, 0}; /* padding: h2 < 0 */
+        if (i < ni) {
+            nb6_split(xi[i][0] - o[0], &p.x, &l.x);
+            nb6_split(xi[i][1] - o[1], &p.y, &l.y);
+            nb6_split(xi[i][2] - o[2], &p.z, &l.z);
+            p.w = (float)h2[i];
+            u = (float4){(float)(vi[i][0] - vo[0]), (float)(vi[i][1] - vo[1]), (float)(vi[i][2] - vo[2]),
+                         (float)dtr[i]};
         }
+        ipos[i] = p;
+        ivel[i] = u;
+        ilo[i] = l;
     }
 }
 
-/* The i of a chunk as j-set members, in h_iidx (one GPU: local = global). */
+/* The i of a chunk as j-set members, in h_iidx (one GPU: local = global);
+ * the GPU puts them in spatial order where spatial_i says so. */
 void gpunb_cuda_regf_fill_iidx(cuda_state *s, int ni, const int *j_index, const double *h2, const double *dtr)
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
-    const int isort = s->isort = s->rec && spatial_i(s, ni);
-    const int *order = isort ? s->iperm : NULL;
-#pragma omp parallel if (ni >= HOST_PARALLEL_NI)
-    {
-        if (isort)
-            order_i(s, ni, member_pos_of, &(member_pos){s, j_index});
-#pragma omp for schedule(static)
-        for (int k = 0; k < ni_pad; k++) {
-            int4 d = {-1, 0, 0, 0};
-            const int i = order && k < ni ? order[k] : k;
-            if (i < ni) {
-                float fh = (float)h2[i], fd = (float)dtr[i];
-                d.x = j_index[i];
-                memcpy(&d.y, &fh, sizeof fh);
-                memcpy(&d.z, &fd, sizeof fd);
-            }
-            s->h_iidx[k] = d;
+    s->isort = spatial_i(s, ni);
+#pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
+    for (int i = 0; i < ni_pad; i++) {
+        int4 d = {-1, 0, 0, 0};
+        if (i < ni) {
+            float fh = (float)h2[i], fd = (float)dtr[i];
+            d.x = j_index[i];
+            memcpy(&d.y, &fh, sizeof fh);
+            memcpy(&d.z, &fd, sizeof fd);
         }
+        s->h_iidx[i] = d;
     }
 }
 
@@ -445,9 +384,15 @@ void gpunb_cuda_regf_fill_iidx(cuda_state *s, int ni, const int *j_index, const 
 int gpunb_cuda_regf_chunk_launch(cuda_state *s, int ni, int limit, int precise, int members)
 {
     int st;
+    for (int k = 0; k < s->ngpu; k++)
+        s->gpu[k].busy = s->gpu[k].ntiles > 0;
+    if (s->isort) {
+        const cuda_gpu *g = first_busy(s);
+        s->iperm = g->h_order;
+        s->irank = g->h_order + GPUNB_CUDA_NI_CHUNK;
+    }
     for (int k = 0; k < s->ngpu; k++) {
         cuda_gpu *g = &s->gpu[k];
-        g->busy = g->ntiles > 0;
         if (g->busy && (st = launch_gpu(s, g, ni, limit, precise, members)) != GPUNB_OK)
             return st;
     }

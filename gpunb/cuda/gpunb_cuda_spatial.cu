@@ -5,7 +5,9 @@
  * ntiles), so that every force slice holds some of every region and no
  * block gets all of an i-tile's neighbours.  The force kernel then reads
  * sorted copies of the j-set; the j-set itself stays in the caller's order
- * for everything else (members as i, fetches, the lists' j indices). */
+ * for everything else (members as i, fetches, the lists' j indices).
+ * With it, each call's i in spatial order too (warps of nearby i pass the
+ * far test), sorted on the GPU by one block before the force kernel. */
 #include "gpunb_cuda_kernels.h"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -19,6 +21,18 @@ static __device__ __forceinline__ unsigned spread10(unsigned v)
     return (v | (v << 2)) & 0x9249249u;
 }
 
+/* The Morton code (30 bits) of a float position about the origin, on the
+ * cube of 1024 cells per axis at `scale` cells per unit (beyond it clamped;
+ * NaN to cell 0). */
+static __device__ __forceinline__ unsigned morton_of(float4 p, float scale)
+{
+    const float c[3] = {p.x, p.y, p.z};
+    unsigned cell[3];
+    for (int d = 0; d < 3; d++)
+        cell[d] = (unsigned)fminf(fmaxf(fmaf(c[d], scale, 512.0f), 0.0f), 1023.0f);
+    return spread10(cell[0]) | spread10(cell[1]) << 1 | spread10(cell[2]) << 2;
+}
+
 /* key[q]: the Morton code of jpos[q] over the cube of 1024 cells per axis
  * at `scale` cells per unit about the origin (beyond it clamped); massless
  * j (padding, ghosts) last. */
@@ -30,15 +44,7 @@ gpunb_keys_kernel(const float4 *__restrict__ jpos, int n, float scale, unsigned 
     if (q >= n)
         return;
     const float4 p = jpos[q];
-    unsigned k = 0xffffffffu;
-    if (p.w > 0.0f) {
-        const float c[3] = {p.x, p.y, p.z};
-        unsigned cell[3];
-        for (int d = 0; d < 3; d++)
-            cell[d] = (unsigned)fminf(fmaxf(fmaf(c[d], scale, 512.0f), 0.0f), 1023.0f);
-        k = spread10(cell[0]) | spread10(cell[1]) << 1 | spread10(cell[2]) << 2;
-    }
-    key[q] = k;
+    key[q] = p.w > 0.0f ? morton_of(p, scale) : 0xffffffffu;
     idx[q] = q;
 }
 
@@ -96,5 +102,88 @@ extern "C" cudaError_t gpunb_cuda_launch_spatial_copy(const int *perm, int n, co
     const int nt = GPUNB_CUDA_PREDICT_THREADS;
     if (n > 0)
         gpunb_spatial_copy_kernel<<<(n + nt - 1) / nt, nt, 0, stream>>>(perm, n, jpos, jvel, jlo, spos, svel, slo);
+    return cudaGetLastError();
+}
+
+/* A call's i in spatial order, sorted by one block: keys of 32 bits, the
+ * Morton code's top 32 - ibits bits above the i's own index (ibits bits), so
+ * every key is distinct and any sort gives the one order; a bitonic sort in
+ * shared memory, padded to a power of two with keys that sort last.  Then
+ * the i's records in that order (places ni .. ni_pad - 1 keep the padding),
+ * and for the host perm[k] = the caller's i at place k, rank[i] = its place
+ * (perm, rank may be NULL: another GPU's copy of the same order). */
+static __global__ void __launch_bounds__(GPUNB_CUDA_ORDER_THREADS)
+gpunb_order_i_kernel(int ni, int ni_pad, int npow2, int ibits, float scale, const float4 *__restrict__ ibuf,
+                     float4 *__restrict__ ibuf_sorted, int nbuf, const int4 *__restrict__ iidx,
+                     int4 *__restrict__ iidx_sorted, const float4 *__restrict__ mpos, int *__restrict__ perm,
+                     int *__restrict__ rank)
+{
+    extern __shared__ unsigned key[];
+    const int tid = threadIdx.x, nt = blockDim.x;
+    const unsigned index_mask = (1u << ibits) - 1u;
+    for (int k = tid; k < npow2; k += nt) {
+        unsigned kk = 0xffffffffu;
+        if (k < ni) {
+            const float4 p = iidx ? mpos[iidx[k].x] : ibuf[k];
+            kk = (morton_of(p, scale) >> (ibits - 2)) << ibits | (unsigned)k;
+        }
+        key[k] = kk;
+    }
+    for (int size = 2; size <= npow2; size <<= 1)
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            __syncthreads();
+            for (int t = tid; t < npow2 / 2; t += nt) {
+                const int lo = 2 * t - (t & (stride - 1)), hi = lo + stride;
+                const unsigned a = key[lo], b = key[hi];
+                if ((a > b) == ((lo & size) == 0)) {
+                    key[lo] = b;
+                    key[hi] = a;
+                }
+            }
+        }
+    __syncthreads();
+    for (int k = tid; k < ni_pad; k += nt) {
+        const int i = k < ni ? (int)(key[k] & index_mask) : k;
+        if (iidx)
+            iidx_sorted[k] = iidx[i];
+        else
+            for (int c = 0; c < nbuf; c++)
+                ibuf_sorted[c * ni_pad + k] = ibuf[c * ni_pad + i];
+        if (perm && k < ni) {
+            perm[k] = i;
+            rank[i] = k;
+        }
+    }
+    /* the host reads perm and rank once a later kernel's writes are in */
+    __threadfence_system();
+}
+
+static int order_npow2(int ni)
+{
+    int n = 2;
+    while (n < ni)
+        n <<= 1;
+    return n;
+}
+
+extern "C" cudaError_t gpunb_cuda_order_i_prepare(void)
+{
+    return cudaFuncSetAttribute(gpunb_order_i_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)(sizeof(unsigned) * (size_t)order_npow2(GPUNB_CUDA_NI_CHUNK)));
+}
+
+extern "C" cudaError_t gpunb_cuda_launch_order_i(int ni, int ni_pad, float scale, const float4 *ibuf,
+                                                 float4 *ibuf_sorted, int nbuf, const int4 *iidx,
+                                                 int4 *iidx_sorted, const float4 *mpos, int *perm, int *rank,
+                                                 cudaStream_t stream)
+{
+    const int npow2 = order_npow2(ni);
+    int ibits = 2;
+    while ((1 << ibits) < ni)
+        ibits++;
+    if (ni < 1 || ni > GPUNB_CUDA_NI_CHUNK || ni_pad < ni)
+        return cudaErrorInvalidValue;
+    gpunb_order_i_kernel<<<1, GPUNB_CUDA_ORDER_THREADS, sizeof(unsigned) * (size_t)npow2, stream>>>(
+        ni, ni_pad, npow2, ibits, scale, ibuf, ibuf_sorted, nbuf, iidx, iidx_sorted, mpos, perm, rank);
     return cudaGetLastError();
 }

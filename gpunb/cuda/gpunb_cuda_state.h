@@ -64,7 +64,8 @@ typedef struct cuda_gpu {
     unsigned *d_sort_keys;
     void *d_sort_temp;
     size_t sort_temp_bytes;
-    float4 *d_ibuf;          /* 3 * NI_CHUNK: positions, velocities, remainders */
+    float4 *d_ibuf;          /* 3 * NI_CHUNK: positions, velocities, remainders;
+                              * then the same in spatial order (3 * NI_CHUNK) */
     float *d_partial;        /* per slice and i: NPARTIAL floats               */
     unsigned long long *d_nbcount; /* NI_CHUNK, zero between calls: (records << 32) + neighbours */
     int *d_sync;             /* the single launch's grid barrier: 2 ints, zero between calls */
@@ -80,7 +81,10 @@ typedef struct cuda_gpu {
     gpunb_cuda_jrec *d_rec;
     unsigned char *d_stage, *h_stage;
     long rec_cap;
-    int4 *d_iidx; /* i as j-set members (gpunb_regf_start), NI_CHUNK entries */
+    int4 *d_iidx; /* i as j-set members (gpunb_regf_start), NI_CHUNK entries; then in spatial order */
+    /* A call's i order found on this GPU (gpunb_cuda_launch_order_i), mapped:
+     * perm (NI_CHUNK), then rank (NI_CHUNK). */
+    int *h_order, *d_order;
     /* Irregular force (one GPU): its own stream, of the highest priority so
      * that its small launches pass a regular force in flight; the list rows
      * (capacity x lmax ints); the indices of changed records and lists, the
@@ -129,12 +133,13 @@ typedef struct cuda_state {
     /* The j-set and each call's i in spatial order (NB6ACCEL_CUDA_SPATIAL:
      * 1, 0, or -1 = from SPATIAL_MIN_J j per GPU); the cube of the Morton
      * keys (cells per unit); the current
-     * chunk's i order (iperm[k]: the caller's i at place k, irank[i]: its
-     * place; isort unset: the caller's order), and its keys and scratch
-     * (2 x NI_CHUNK). */
+     * chunk's i order, found on the GPUs (iperm[k]: the caller's i at place
+     * k, irank[i]: its place, in the h_order of a GPU that computes the
+     * chunk; isort unset: the caller's order). */
     int spatial_mode;
     float spatial_scale;
-    int isort, *iperm, *irank, *ikey;
+    int isort;
+    const int *iperm, *irank;
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
     float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
@@ -191,7 +196,10 @@ typedef struct cuda_state {
  * against 239-245 us) but the call only breaks even (303-313 against
  * 304-311 us; NI = 2048 gains 5-9 %, NI = 512 loses 6-11 %): the i's sort
  * on the host (15-19 us) and the gathering through the order cost the
- * rest.  At 256k the call gains 6-9 %, at 1M 17 % (session 24). */
+ * rest.  At 256k the call gains 6-9 %, at 1M 17 % (session 24).  With the
+ * i sorted on the GPU (session 27) the call at 128k still breaks even
+ * (NI = 1024: 297-311 against 285-294 us without the order): the gathering
+ * through the order takes 74-78 us against 45-47. */
 #define SPATIAL_REFRESH 16
 #define SPATIAL_MIN_J 262144
 
