@@ -390,21 +390,28 @@ static void check_gpu_list(void)
     unsetenv("GPU_LIST");
 }
 
+/* Each value of bad in environment variable var makes gpunb_open refuse
+ * with a message naming var; var is unset after. */
+static void check_refused(const char *var, const char *const *bad, int nbad)
+{
+    for (int k = 0; k < nbad; k++) {
+        gpunb *h = NULL;
+        setenv(var, bad[k], 1);
+        TL_CHECK(gpunb_open(&h, 100, GPUNB_BACKEND_CUDA) == GPUNB_EUSAGE && strstr(gpunb_last_error(), var) != NULL,
+                 "%s=\"%s\": open gave \"%s\"", var, bad[k], h ? "success" : gpunb_last_error());
+        gpunb_close(h);
+    }
+    unsetenv(var);
+}
+
 /* NB6ACCEL_CUDA_WAVES: values outside 1..GPUNB_CUDA_MAX_WAVES are refused
  * with a message naming the variable; one wave and many waves of force
  * blocks (more slices, so more partial sums to reduce) give the same answers
  * within single precision. */
 static void check_waves(int quick)
 {
-    const char *bad[] = {"0", "17", "many", "3x"};
-    for (unsigned k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        gpunb *h = NULL;
-        setenv("NB6ACCEL_CUDA_WAVES", bad[k], 1);
-        TL_CHECK(gpunb_open(&h, 100, GPUNB_BACKEND_CUDA) == GPUNB_EUSAGE &&
-                     strstr(gpunb_last_error(), "NB6ACCEL_CUDA_WAVES") != NULL,
-                 "NB6ACCEL_CUDA_WAVES=%s: open gave \"%s\"", bad[k], h ? "success" : gpunb_last_error());
-        gpunb_close(h);
-    }
+    const char *const bad[] = {"0", "17", "many", "3x"};
+    check_refused("NB6ACCEL_CUDA_WAVES", bad, (int)(sizeof bad / sizeof bad[0]));
     const char *good[] = {"1", "7"};
     const int nj = quick ? 3000 : 100000;
     tl_cluster c;
@@ -455,16 +462,8 @@ static void check_sizes(gpunb *gpu, gpunb *ref, const problem *p, const int *nis
  * j-set unsorted.  Refused values first. */
 static void check_spatial(int quick)
 {
-    const char *bad[] = {"2", "yes", "01", "auto "};
-    for (unsigned k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        gpunb *h = NULL;
-        setenv("NB6ACCEL_CUDA_SPATIAL", bad[k], 1);
-        TL_CHECK(gpunb_open(&h, 100, GPUNB_BACKEND_CUDA) == GPUNB_EUSAGE &&
-                     strstr(gpunb_last_error(), "NB6ACCEL_CUDA_SPATIAL") != NULL,
-                 "NB6ACCEL_CUDA_SPATIAL=\"%s\": open gave \"%s\"", bad[k], h ? "success" : gpunb_last_error());
-        gpunb_close(h);
-    }
-    unsetenv("NB6ACCEL_CUDA_SPATIAL");
+    const char *const bad[] = {"2", "yes", "01", "auto "};
+    check_refused("NB6ACCEL_CUDA_SPATIAL", bad, (int)(sizeof bad / sizeof bad[0]));
     for (int library = 0; library < 2; library++) {
         const int nj = library ? (quick ? 3000 : 40000) : (quick ? 3000 : 131072);
         gpunb *gpu = NULL, *ref = NULL;
@@ -520,18 +519,10 @@ static void check_spatial(int quick)
  * must be back at zero for the next launch). */
 static void check_single_launch(int quick)
 {
-    const char *bad[] = {"2", "yes", "on", "01", "1 "},
-               *var[] = {"NB6ACCEL_CUDA_SINGLE_LAUNCH", "NB6ACCEL_CUDA_PDL", "NB6ACCEL_CUDA_INLINE_I"};
+    const char *const bad[] = {"2", "yes", "on", "01", "1 "},
+                      *var[] = {"NB6ACCEL_CUDA_SINGLE_LAUNCH", "NB6ACCEL_CUDA_PDL", "NB6ACCEL_CUDA_INLINE_I"};
     for (unsigned v = 0; v < sizeof var / sizeof var[0]; v++)
-        for (unsigned k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-            gpunb *h = NULL;
-            setenv(var[v], bad[k], 1);
-            TL_CHECK(gpunb_open(&h, 100, GPUNB_BACKEND_CUDA) == GPUNB_EUSAGE &&
-                         strstr(gpunb_last_error(), var[v]) != NULL,
-                     "%s=\"%s\": open gave \"%s\"", var[v], bad[k], h ? "success" : gpunb_last_error());
-            gpunb_close(h);
-            unsetenv(var[v]);
-        }
+        check_refused(var[v], bad, (int)(sizeof bad / sizeof bad[0]));
     /* (single launch, dependent launch, i with the launch) */
     const char *good[][3] = {{"0", "0", "1"}, {"1", "0", "1"}, {"0", "1", "1"}, {"0", "1", "0"}};
     /* 3000: fewer blocks than i; 17000 (quick, for the sanitizers: NI <= 64
