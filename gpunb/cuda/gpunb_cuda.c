@@ -66,7 +66,7 @@ static void free_gpu(cuda_gpu *g)
     cudaFree(g->d_nbcount);
     cudaFree(g->d_sync);
     cudaFreeHost(g->h_stamp);
-    cudaFreeHost(g->h_order);
+    cudaFree(g->d_iorder);
     cudaFree(g->d_nblist);
     cudaFreeHost(g->h_out);
     cudaFree(g->d_rec);
@@ -231,6 +231,7 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
     }
     CHECK(g, cudaMalloc((void **)&g->d_ibuf, 2 * 3 * sizeof(float4) * GPUNB_CUDA_NI_CHUNK));
     CHECK(g, cudaMalloc((void **)&g->d_iidx, 2 * sizeof(int4) * GPUNB_CUDA_NI_CHUNK));
+    CHECK(g, cudaMalloc((void **)&g->d_iorder, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
     CHECK(g, gpunb_cuda_order_i_prepare());
     /* nslices * ni_tiles <= max(waves * force_blocks, ni_tiles) (see launch_gpu, gpunb_cuda_regf.c) */
     partial_floats = (size_t)(waves * g->force_blocks + GPUNB_CUDA_NI_CHUNK / GPUNB_CUDA_BLOCK_I) *
@@ -245,8 +246,6 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
     CHECK(g, cudaDeviceSynchronize());
     if ((st = gpunb_cuda_mapped_alloc(g, (void **)&g->h_stamp, (void **)&g->d_stamp,
                                       sizeof(unsigned long long) * (1 + FUSED_REDUCE_NI))) ||
-        (st = gpunb_cuda_mapped_alloc(g, (void **)&g->h_order, (void **)&g->d_order,
-                                      2 * sizeof(int) * GPUNB_CUDA_NI_CHUNK)) ||
         (st = host_alloc(g, (void **)&g->h_jpos, jbytes)) ||
         (st = host_alloc(g, (void **)&g->h_jvel, jbytes)) ||
         (st = host_alloc(g, (void **)&g->h_jlo, jbytes)))

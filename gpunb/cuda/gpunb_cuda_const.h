@@ -70,8 +70,9 @@
  * instructions per interaction). */
 #define GPUNB_CUDA_QUARTER_J (GPUNB_CUDA_TILE_J / GPUNB_CUDA_JWAYS)
 #define GPUNB_CUDA_BOX_THREADS 256
-/* Threads of the block that puts a call's i in spatial order. */
-#define GPUNB_CUDA_ORDER_THREADS 1024
+/* Threads of each block that ranks a call's i in spatial order (a warp
+ * per eighth of the keys). */
+#define GPUNB_CUDA_ORDER_THREADS 256
 
 /* Partial sums a force block writes per i: acc x,y,z, jerk x,y,z, potential. */
 #define GPUNB_CUDA_NPARTIAL 7

@@ -215,9 +215,9 @@ static __device__ __forceinline__ void single_tail(const gpunb_cuda_force_args &
     const gather_smem sm = {reinterpret_cast<int *>(sp), reinterpret_cast<int *>(sv), GPUNB_CUDA_SINGLE_SMEM_LIST,
                             reinterpret_cast<double(*)[GPUNB_CUDA_NPARTIAL]>(sums)};
     for (int i = b; i < a.ni; i += nblocks) {
-        gather_one<true, 1>(i, a.nbcount, a.nblist, a.cap, a.perm, a.j0, a.limit, a.compact, a.result, a.partial,
-                            a.nslices,
-                         gridDim.y * GPUNB_CUDA_BLOCK_I, sm);
+        gather_one<true, 1>(i, a.iorder ? __ldg(a.iorder + i) : i, a.nbcount, a.nblist, a.cap, a.perm, a.j0,
+                            a.limit, a.compact, a.result, a.partial, a.nslices, gridDim.y * GPUNB_CUDA_BLOCK_I,
+                            sm);
         __syncthreads(); /* the warp totals of this i are read before the next i's are written */
     }
 }

@@ -17,7 +17,7 @@
 template <bool REDUCE>
 static __global__ void __launch_bounds__(GPUNB_CUDA_GATHER_THREADS)
 gpunb_gather_kernel(unsigned long long *__restrict__ nbcount, const int2 *__restrict__ nblist, int cap,
-                    const int *__restrict__ perm, int j0, int limit,
+                    const int *__restrict__ perm, const int *__restrict__ iorder, int j0, int limit,
                     int *__restrict__ compact, gpunb_cuda_result *__restrict__ result,
                     const float *__restrict__ partial, int nslices, int ni_pad,
                     unsigned long long *__restrict__ stamp_done)
@@ -29,20 +29,21 @@ gpunb_gather_kernel(unsigned long long *__restrict__ nbcount, const int2 *__rest
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-    gather_one<REDUCE, 2>(blockIdx.x, nbcount, nblist, cap, perm, j0, limit, compact, result, partial, nslices,
-                          ni_pad, sm);
+    const int out = iorder ? __ldg(iorder + blockIdx.x) : (int)blockIdx.x;
+    gather_one<REDUCE, 2>(blockIdx.x, out, nbcount, nblist, cap, perm, j0, limit, compact, result, partial,
+                          nslices, ni_pad, sm);
     if (stamp_done) {
         /* The host reads i's results once it sees the stamp (wait_stamps):
          * every thread's writes to host memory go before it. */
         __threadfence_system();
         __syncthreads();
         if (threadIdx.x == 0)
-            stamp_done[blockIdx.x] = gpu_clock_ns();
+            stamp_done[out] = gpu_clock_ns();
     }
 }
 
 extern "C" cudaError_t gpunb_cuda_launch_gather(unsigned long long *nbcount, const int2 *nblist, int cap,
-                                                const int *perm, int j0, int ni,
+                                                const int *perm, const int *iorder, int j0, int ni,
                                                 int limit, int *compact, gpunb_cuda_result *result,
                                                 const float *partial, int nslices, int ni_pad,
                                                 unsigned long long *stamp_done, int pdl, cudaStream_t stream)
@@ -59,9 +60,9 @@ extern "C" cudaError_t gpunb_cuda_launch_gather(unsigned long long *nbcount, con
         cfg.numAttrs = 1;
     }
     const cudaError_t err =
-        partial ? cudaLaunchKernelEx(&cfg, gpunb_gather_kernel<true>, nbcount, nblist, cap, perm, j0, limit, compact, result,
-                                     partial, nslices, ni_pad, stamp_done)
-                : cudaLaunchKernelEx(&cfg, gpunb_gather_kernel<false>, nbcount, nblist, cap, perm, j0, limit, compact, result,
-                                     (const float *)NULL, 0, 0, stamp_done);
+        partial ? cudaLaunchKernelEx(&cfg, gpunb_gather_kernel<true>, nbcount, nblist, cap, perm, iorder, j0, limit,
+                                     compact, result, partial, nslices, ni_pad, stamp_done)
+                : cudaLaunchKernelEx(&cfg, gpunb_gather_kernel<false>, nbcount, nblist, cap, perm, iorder, j0, limit,
+                                     compact, result, (const float *)NULL, 0, 0, stamp_done);
     return err != cudaSuccess ? err : cudaGetLastError();
 }

@@ -6,7 +6,8 @@
  *
  * The unordered word records the force blocks appended (nbcount[i] counts
  * them and their neighbours; the first cap in nblist[i * cap ...]) become
- * one ascending list at compact + i * cap: a fixed place, so no allocator
+ * one ascending list at compact + out * cap (out: the caller's i, or i
+ * itself where the i were not reordered): a fixed place, so no allocator
  * (an atomic round trip per i) is needed; the host reads only the counts it
  * is told about, and the kernel writes straight into pinned host memory, so
  * the gaps cost no transfer.  Records are of distinct 32-j words, so a
@@ -96,11 +97,12 @@ static __device__ __forceinline__ void gather_spatial(int words, int count, cons
         dst[e] = sm.sorted[e];
 }
 
-/* UNROLL: slices per thread whose loads are in flight at once (2 in the
+/* Place i's results, for the caller's i = out (see gpunb_cuda_launch_gather).
+ * UNROLL: slices per thread whose loads are in flight at once (2 in the
  * gathering kernel; 1 in the single-launch force kernel, whose 48 registers
  * would otherwise spill). */
 template <bool REDUCE, int UNROLL>
-static __device__ __forceinline__ void gather_one(int i, unsigned long long *__restrict__ nbcount,
+static __device__ __forceinline__ void gather_one(int i, int out, unsigned long long *__restrict__ nbcount,
                                                   const int2 *__restrict__ nblist, int cap,
                                                   const int *__restrict__ perm, int j0, int limit,
                                                   int *__restrict__ compact, gpunb_cuda_result *__restrict__ result,
@@ -139,19 +141,19 @@ static __device__ __forceinline__ void gather_one(int i, unsigned long long *__r
         double t = 0.0;
         for (int w = 0; w < NT / 32; w++)
             t += sm.red[w][tid];
-        gpunb_cuda_store_component(result + i, tid, t);
+        gpunb_cuda_store_component(result + out, tid, t);
     }
     if (tid == 0) {
         nbcount[i] = 0; /* ready for the next force launch */
-        result[i].count = count > limit ? -count : count;
-        result[i].off = count > limit ? 0 : i * cap;
+        result[out].count = count > limit ? -count : count;
+        result[out].off = count > limit ? 0 : out * cap;
     }
     if (count > limit) /* uniform over the block */
         return;
     /* Here words <= count <= limit <= cap: every record was stored.  The
      * records' words are distinct, so a record's j go to the place given by
      * the neighbours in records of smaller words, in ascending order. */
-    int *dst = compact + (size_t)i * cap;
+    int *dst = compact + (size_t)out * cap;
     if (perm) { /* entries of the spatial order: their j, then sorted (count <= limit <= smem_list) */
         gather_spatial(words, count, src, perm, j0, dst, sm);
         return;

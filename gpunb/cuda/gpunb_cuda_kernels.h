@@ -72,6 +72,9 @@ typedef struct gpunb_cuda_force_args {
      * local j perm[k], the word records are of entries, and the gathering
      * maps them to j (see gpunb_cuda_launch_spatial_sort) */
     const int *perm;
+    /* where set (single launch), the i are in spatial order: place k's
+     * results go to the caller's i = iorder[k] (gpunb_cuda_launch_order_i) */
+    const int *iorder;
 } gpunb_cuda_force_args;
 
 /* The i of a one-tile launch in the kernel's parameters: v[0, BLOCK_I) as
@@ -88,27 +91,30 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_force(const gpunb_cuda_force_args *a,
                                                  const gpunb_cuda_inline_i *inl, cudaStream_t stream);
 
 /* Sum the nslices partial records of each i < ni in double into
- * result[i].acc/jrk/pot (ni_pad = ni_tiles * BLOCK_I, the partial stride). */
+ * result[i].acc/jrk/pot (ni_pad = ni_tiles * BLOCK_I, the partial stride);
+ * with iorder set, place i's into result[iorder[i]]. */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nslices, int ni,
-                                                  int ni_pad, gpunb_cuda_result *result,
+                                                  int ni_pad, const int *iorder, gpunb_cuda_result *result,
                                                   cudaStream_t stream);
 
-/* For each i < ni: read and reset nbcount[i]; if its neighbours exceed
- * limit store -neighbours, else expand its word records into the sorted
- * list at compact[i * cap ...] and store count and offset (i * cap) in
- * result[i].  With perm set (the force read the j-set in spatial order),
- * the records are of entries, j = j0 + perm[entry - j0], and limit must not
- * exceed GPUNB_CUDA_GATHER_SMEM_LIST.  With partial set (in
- * the slices_inner layout of the force kernel), also do what
- * gpunb_cuda_launch_reduce does (one launch for small ni).  With stamp_done
- * set, stamp_done[i] = the GPU clock (%globaltimer, ns) at the end of i's
- * block, written after i's results are visible to the host (a host that
- * sees the stamp may read them).  With pdl set (compute capability 9.0 and
- * later), a programmatic dependent launch on the force kernel just before it
- * in the stream (nothing in between). */
+/* For each place i < ni: read and reset nbcount[i]; if its neighbours
+ * exceed limit store -neighbours, else expand its word records into the
+ * sorted list at compact[out * cap ...] and store count and offset (out *
+ * cap) in result[out], where out = iorder[i] with iorder set (the i in
+ * spatial order, gpunb_cuda_launch_order_i), else i.  With perm set (the
+ * force read the j-set in spatial order), the records are of entries, j =
+ * j0 + perm[entry - j0], and limit must not exceed
+ * GPUNB_CUDA_GATHER_SMEM_LIST.  With partial set (in the slices_inner layout
+ * of the force kernel), also do what gpunb_cuda_launch_reduce does (one
+ * launch for small ni).  With stamp_done set, stamp_done[out] = the GPU
+ * clock (%globaltimer, ns) at the end of i's block, written after its
+ * results are visible to the host (a host that sees the stamp may read
+ * them).  With pdl set (compute capability 9.0 and later), a programmatic
+ * dependent launch on the force kernel just before it in the stream
+ * (nothing in between). */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(unsigned long long *nbcount, const int2 *nblist, int cap,
-                                                  const int *perm, int j0, int ni, int limit, int *compact,
-                                                  gpunb_cuda_result *result, const float *partial,
+                                                  const int *perm, const int *iorder, int j0, int ni, int limit,
+                                                  int *compact, gpunb_cuda_result *result, const float *partial,
                                                   int nslices, int ni_pad, unsigned long long *stamp_done,
                                                   int pdl, cudaStream_t stream);
 
@@ -134,15 +140,15 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_spatial_copy(const int *perm, int n, 
                                                         float4 *svel, float4 *slo, cudaStream_t stream);
 
 /* A call's ni i (1 <= ni <= NI_CHUNK, padded to ni_pad) in spatial order,
- * on the cube of the j-set's order: from ibuf (nbuf arrays of ni_pad float4,
- * positions first) into ibuf_sorted, or where iidx is set (i as j-set
- * members, positions mpos[iidx[k].x]) from iidx into iidx_sorted; perm[k]
- * = the caller's i at place k, rank[i] = its place (both NULL: not wanted).
- * One block, after gpunb_cuda_order_i_prepare on the device. */
+ * on the cube of the j-set's order: from ibuf (nbuf <= 3 arrays of ni_pad
+ * float4, positions first) into ibuf_sorted, or where iidx is set (i as
+ * j-set members, positions mpos[iidx[k].x]) from iidx into iidx_sorted;
+ * iorder[k] = the caller's i at place k (device memory, ni entries).  After
+ * gpunb_cuda_order_i_prepare on the device. */
 NB6_INTERNAL cudaError_t gpunb_cuda_order_i_prepare(void);
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_order_i(int ni, int ni_pad, float scale, const float4 *ibuf,
                                                    float4 *ibuf_sorted, int nbuf, const int4 *iidx,
-                                                   int4 *iidx_sorted, const float4 *mpos, int *perm, int *rank,
+                                                   int4 *iidx_sorted, const float4 *mpos, int *iorder,
                                                    cudaStream_t stream);
 
 /* rec[index[k]] = staged[k] for k < n (index local to this GPU's records). */

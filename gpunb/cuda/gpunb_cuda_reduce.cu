@@ -19,7 +19,7 @@ static_assert(sizeof(gpunb_cuda_result) == 8 * 8 && GPUNB_CUDA_NPARTIAL == 7,
 
 static __global__ void __launch_bounds__(32 * GPUNB_CUDA_REDUCE_WARPS)
 gpunb_reduce_kernel(const float *__restrict__ partial, int nslices, int ni, int ni_pad,
-                    gpunb_cuda_result *__restrict__ result)
+                    const int *__restrict__ iorder, gpunb_cuda_result *__restrict__ result)
 {
     __shared__ double part[REDUCE_COMPONENTS_AT_ONCE][GPUNB_CUDA_REDUCE_WARPS][32];
     __shared__ double total[32][GPUNB_CUDA_NPARTIAL + 1];
@@ -72,15 +72,15 @@ gpunb_reduce_kernel(const float *__restrict__ partial, int nslices, int ni, int 
     if (t < 32 * 8) {
         const int r = t / 8, c = t % 8;
         if (c < GPUNB_CUDA_NPARTIAL && i0 + r < ni)
-            gpunb_cuda_store_component(result + i0 + r, c, total[r][c]);
+            gpunb_cuda_store_component(result + (iorder ? __ldg(iorder + i0 + r) : i0 + r), c, total[r][c]);
     }
 }
 
 extern "C" cudaError_t gpunb_cuda_launch_reduce(const float *partial, int nslices, int ni,
-                                                int ni_pad, gpunb_cuda_result *result,
+                                                int ni_pad, const int *iorder, gpunb_cuda_result *result,
                                                 cudaStream_t stream)
 {
     const dim3 grid((unsigned)(ni + 31) / 32), block(32, GPUNB_CUDA_REDUCE_WARPS);
-    gpunb_reduce_kernel<<<grid, block, 0, stream>>>(partial, nslices, ni, ni_pad, result);
+    gpunb_reduce_kernel<<<grid, block, 0, stream>>>(partial, nslices, ni, ni_pad, iorder, result);
     return cudaGetLastError();
 }

@@ -114,16 +114,6 @@ static int waves_of(const cuda_state *s, const cuda_gpu *g)
     return g->ntiles <= GPUNB_CUDA_WAVES_SHORT_TILES ? GPUNB_CUDA_WAVES_SHORT : GPUNB_CUDA_WAVES;
 }
 
-/* The first GPU that computes the current chunk (busy is set for every GPU
- * before the first launch). */
-static cuda_gpu *first_busy(cuda_state *s)
-{
-    for (int k = 0; k < s->ngpu; k++)
-        if (s->gpu[k].busy)
-            return &s->gpu[k];
-    return NULL;
-}
-
 /* Enqueue one chunk on GPU g: upload i (coordinates from h_ibuf, or with
  * members set, j-set indices from h_iidx), force, reduce, gather, download. */
 static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise, int members)
@@ -180,20 +170,20 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         CHECK(g, cudaMemcpyAsync(g->d_iidx, s->h_iidx, ibytes, cudaMemcpyHostToDevice, g->stream));
     else
         CHECK(g, cudaMemcpyAsync(g->d_ibuf, s->h_ibuf, ibytes, cudaMemcpyHostToDevice, g->stream));
-    /* The i in spatial order (s->isort: never a one-tile launch); every GPU
-     * finds the same order from the same i, the first one tells the host. */
+    /* The i in spatial order (s->isort: never a one-tile launch); the
+     * kernels write each i's results at the caller's place. */
     const float4 *ibuf = g->d_ibuf;
     const int4 *iidx = g->d_iidx;
+    const int *iorder = NULL;
     if (s->isort) {
         float4 *ibuf_sorted = g->d_ibuf + 3 * GPUNB_CUDA_NI_CHUNK;
         int4 *iidx_sorted = g->d_iidx + GPUNB_CUDA_NI_CHUNK;
-        const int tells = g == first_busy(s);
         CHECK(g, gpunb_cuda_launch_order_i(ni, ni_pad, s->spatial_scale, g->d_ibuf, ibuf_sorted, precise ? 3 : 2,
-                                           members ? g->d_iidx : NULL, iidx_sorted, g->d_jpos,
-                                           tells ? g->d_order : NULL, tells ? g->d_order + GPUNB_CUDA_NI_CHUNK : NULL,
+                                           members ? g->d_iidx : NULL, iidx_sorted, g->d_jpos, g->d_iorder,
                                            g->stream));
         ibuf = ibuf_sorted;
         iidx = iidx_sorted;
+        iorder = g->d_iorder;
     }
     /* A small call is timed by the GPU's own clock, stamped by the kernels
      * (two event records cost its critical path ~3 us of host time). */
@@ -220,7 +210,7 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         .single = single, .sync = g->d_sync, .ni = ni, .limit = limit,
         .result = results_of(g->d_hout), .compact = compact_of(g->d_hout, ni),
         .stamp_start = g->stamped_ni ? g->d_stamp : NULL,
-        .box = spatial ? g->d_box : NULL, .perm = perm,
+        .box = spatial ? g->d_box : NULL, .perm = perm, .iorder = iorder,
     };
     /* A programmatic dependent launch needs the gathering kernel right after
      * the force kernel.  The force time of a small call includes the
@@ -234,16 +224,16 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     if (single) {
         /* nothing more: the force kernel has reduced and gathered */
     } else if (fused) {
-        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, perm, g->j0, ni, limit,
+        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, perm, iorder, g->j0, ni, limit,
                                           compact_of(g->d_hout, ni), results_of(g->d_hout), g->d_partial,
                                           (int)nslices, ni_pad, g->d_stamp + 1, pdl, g->stream));
     } else { /* reduction and gathering need only the force kernel: side by side */
         CHECK(g, cudaStreamWaitEvent(g->side, g->ev_force1, 0));
-        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, perm, g->j0, ni, limit,
+        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, perm, iorder, g->j0, ni, limit,
                                           compact_of(g->d_hout, ni), results_of(g->d_hout), NULL, 0, 0, NULL,
                                           0, g->side));
         CHECK(g, cudaEventRecord(g->ev_join, g->side));
-        CHECK(g, gpunb_cuda_launch_reduce(g->d_partial, (int)nslices, ni, ni_pad, results_of(g->d_hout),
+        CHECK(g, gpunb_cuda_launch_reduce(g->d_partial, (int)nslices, ni, ni_pad, iorder, results_of(g->d_hout),
                                           g->stream));
         CHECK(g, cudaStreamWaitEvent(g->stream, g->ev_join, 0));
     }
@@ -386,11 +376,6 @@ int gpunb_cuda_regf_chunk_launch(cuda_state *s, int ni, int limit, int precise, 
     int st;
     for (int k = 0; k < s->ngpu; k++)
         s->gpu[k].busy = s->gpu[k].ntiles > 0;
-    if (s->isort) {
-        const cuda_gpu *g = first_busy(s);
-        s->iperm = g->h_order;
-        s->irank = g->h_order + GPUNB_CUDA_NI_CHUNK;
-    }
     for (int k = 0; k < s->ngpu; k++) {
         cuda_gpu *g = &s->gpu[k];
         if (g->busy && (st = launch_gpu(s, g, ni, limit, precise, members)) != GPUNB_OK)
@@ -436,10 +421,11 @@ static int short_of_precision(double least_a2, const double acc[3])
     return !(least_a2 < 0.0) && !(a2 >= least_a2);
 }
 
-/* The results at place k of every busy GPU, combined in double (the lists
- * of GPU g before those of GPU g + 1), written as gpunb_regf does for the
- * caller's i. */
-static void collect_one(const cuda_state *s, int k, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
+/* The results for the caller's i of every busy GPU (each GPU's kernels
+ * write them at i's place, whatever order the GPU computed the i in),
+ * combined in double (the lists of GPU g before those of GPU g + 1),
+ * written as gpunb_regf does. */
+static void collect_one(const cuda_state *s, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
                         int lmax, int limit, int *list)
 {
     double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0}, phi = 0.0;
@@ -449,7 +435,7 @@ static void collect_one(const cuda_state *s, int k, int i, int ni, double (*acc)
         const cuda_gpu *g = &s->gpu[gi];
         if (!g->busy)
             continue;
-        const gpunb_cuda_result *r = results_of(g->h_out) + k;
+        const gpunb_cuda_result *r = results_of(g->h_out) + i;
         for (int c = 0; c < 3; c++) {
             a[c] += r->acc[c];
             jk[c] += r->jrk[c];
@@ -464,7 +450,7 @@ static void collect_one(const cuda_state *s, int k, int i, int ni, double (*acc)
         col[0] = (int)count;
         for (int gi = 0; gi < s->ngpu; gi++) {
             const cuda_gpu *g = &s->gpu[gi];
-            const gpunb_cuda_result *r = results_of(g->h_out) + k;
+            const gpunb_cuda_result *r = results_of(g->h_out) + i;
             if (!g->busy || r->count <= 0)
                 continue;
             memcpy(col + 1 + n, compact_of(g->h_out, ni) + r->off, sizeof(int) * (size_t)r->count);
@@ -479,15 +465,15 @@ static void collect_one(const cuda_state *s, int k, int i, int ni, double (*acc)
         pot[i] = phi;
 }
 
-/* collect_one of the caller's i, at place k, and with flag (the chunk's
+/* collect_one of the caller's i, and with flag (the chunk's
  * precision_bounds are in least_a2) whether gpunb_cuda_regf_redo_precise
  * must redo i: in the same pass, since a pass of its own over a large
  * call's i cost a team's start and end (5-12 us at NI = 512-2048 on the H100
  * box). */
-static void collect_flag(cuda_state *s, int k, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
+static void collect_flag(cuda_state *s, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
                          int lmax, int limit, int *list, int flag)
 {
-    collect_one(s, k, i, ni, acc, jrk, pot, lmax, limit, list);
+    collect_one(s, i, ni, acc, jrk, pot, lmax, limit, list);
     if (flag)
         s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s->least_a2[i], acc[i]);
 }
@@ -505,7 +491,7 @@ static int collect_as_stamped(cuda_state *s, cuda_gpu *g, int ni, double (*acc)[
         for (int i = 0; i < ni; i++)
             if (!copied[i] && stamp[i] != 0) {
                 atomic_thread_fence(memory_order_acquire); /* i's results are read after its stamp */
-                collect_flag(s, i, s->isort ? s->iperm[i] : i, ni, acc, jrk, pot, lmax, limit, list, flag);
+                collect_flag(s, i, ni, acc, jrk, pot, lmax, limit, list, flag);
                 copied[i] = 1;
                 left--;
             }
@@ -519,7 +505,7 @@ static int collect_as_stamped(cuda_state *s, cuda_gpu *g, int ni, double (*acc)[
         return st;
     for (int i = 0; i < ni; i++)
         if (!copied[i])
-            collect_flag(s, i, s->isort ? s->iperm[i] : i, ni, acc, jrk, pot, lmax, limit, list, flag);
+            collect_flag(s, i, ni, acc, jrk, pot, lmax, limit, list, flag);
     return GPUNB_OK;
 }
 
@@ -545,7 +531,7 @@ int gpunb_cuda_regf_chunk_collect(cuda_state *s, int ni, double (*acc)[3], doubl
      * of acc, jrk and pot cost a 1024-i call 15 us in spatial order) */
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
     for (int i = 0; i < ni; i++)
-        collect_flag(s, s->isort ? s->irank[i] : i, i, ni, acc, jrk, pot, lmax, limit, list, flag);
+        collect_flag(s, i, ni, acc, jrk, pot, lmax, limit, list, flag);
     return GPUNB_OK;
 }
 

@@ -7,7 +7,7 @@
  * sorted copies of the j-set; the j-set itself stays in the caller's order
  * for everything else (members as i, fetches, the lists' j indices).
  * With it, each call's i in spatial order too (warps of nearby i pass the
- * far test), sorted on the GPU by one block before the force kernel. */
+ * far test), ranked on the GPU before the force kernel. */
 #include "gpunb_cuda_kernels.h"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -105,85 +105,85 @@ extern "C" cudaError_t gpunb_cuda_launch_spatial_copy(const int *perm, int n, co
     return cudaGetLastError();
 }
 
-/* A call's i in spatial order, sorted by one block: keys of 32 bits, the
- * Morton code's top 32 - ibits bits above the i's own index (ibits bits), so
- * every key is distinct and any sort gives the one order; a bitonic sort in
- * shared memory, padded to a power of two with keys that sort last.  Then
- * the i's records in that order (places ni .. ni_pad - 1 keep the padding),
- * and for the host perm[k] = the caller's i at place k, rank[i] = its place
- * (perm, rank may be NULL: another GPU's copy of the same order). */
+/* A call's i in spatial order, by ranking: keys of 32 bits, the Morton
+ * code's top 32 - ibits bits above the i's own index (ibits bits), so every
+ * key is distinct and its rank (the number of smaller keys) is its place.
+ * A block per ORDER_OWN i: each block makes all ni keys in shared memory,
+ * its warps count the smaller ones over eighths of them, and the block
+ * writes its i's records at their places (places ni .. ni_pad - 1 keep the
+ * padding) and iorder[place] = i.  Many blocks side by side, a few hundred
+ * instructions each: one block's bitonic sort of 1024 keys (55 barrier
+ * stages) took 15 us before the force kernel could start. */
+#define ORDER_OWN 32
+#define ORDER_WARPS (GPUNB_CUDA_ORDER_THREADS / 32)
+
 static __global__ void __launch_bounds__(GPUNB_CUDA_ORDER_THREADS)
-gpunb_order_i_kernel(int ni, int ni_pad, int npow2, int ibits, float scale, const float4 *__restrict__ ibuf,
+gpunb_order_i_kernel(int ni, int ni_pad, int ibits, float scale, const float4 *__restrict__ ibuf,
                      float4 *__restrict__ ibuf_sorted, int nbuf, const int4 *__restrict__ iidx,
-                     int4 *__restrict__ iidx_sorted, const float4 *__restrict__ mpos, int *__restrict__ perm,
-                     int *__restrict__ rank)
+                     int4 *__restrict__ iidx_sorted, const float4 *__restrict__ mpos, int *__restrict__ iorder)
 {
-    extern __shared__ unsigned key[];
-    const int tid = threadIdx.x, nt = blockDim.x;
-    const unsigned index_mask = (1u << ibits) - 1u;
-    for (int k = tid; k < npow2; k += nt) {
-        unsigned kk = 0xffffffffu;
+    extern __shared__ __align__(16) unsigned key[]; /* ni rounded up to 4 */
+    __shared__ int part[ORDER_WARPS][ORDER_OWN];
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int n4 = (ni + 3) >> 2;
+    for (int k = tid; k < 4 * n4; k += GPUNB_CUDA_ORDER_THREADS) {
+        unsigned kk = 0xffffffffu; /* never smaller than a key */
         if (k < ni) {
             const float4 p = iidx ? mpos[iidx[k].x] : ibuf[k];
             kk = (morton_of(p, scale) >> (ibits - 2)) << ibits | (unsigned)k;
         }
         key[k] = kk;
     }
-    for (int size = 2; size <= npow2; size <<= 1)
-        for (int stride = size >> 1; stride > 0; stride >>= 1) {
-            __syncthreads();
-            for (int t = tid; t < npow2 / 2; t += nt) {
-                const int lo = 2 * t - (t & (stride - 1)), hi = lo + stride;
-                const unsigned a = key[lo], b = key[hi];
-                if ((a > b) == ((lo & size) == 0)) {
-                    key[lo] = b;
-                    key[hi] = a;
-                }
-            }
-        }
     __syncthreads();
-    for (int k = tid; k < ni_pad; k += nt) {
-        const int i = k < ni ? (int)(key[k] & index_mask) : k;
-        if (iidx)
-            iidx_sorted[k] = iidx[i];
-        else
-            for (int c = 0; c < nbuf; c++)
-                ibuf_sorted[c * ni_pad + k] = ibuf[c * ni_pad + i];
-        if (perm && k < ni) {
-            perm[k] = i;
-            rank[i] = k;
-        }
+    const int own = blockIdx.x * ORDER_OWN + lane;
+    const unsigned mine = own < ni ? key[own] : 0u;
+    const uint4 *k4 = reinterpret_cast<const uint4 *>(key);
+    const int m0 = n4 * warp / ORDER_WARPS, m1 = n4 * (warp + 1) / ORDER_WARPS;
+    int smaller = 0;
+#pragma unroll 4
+    for (int m = m0; m < m1; m++) {
+        const uint4 q = k4[m];
+        smaller += (q.x < mine) + (q.y < mine) + (q.z < mine) + (q.w < mine);
     }
-    /* the host reads perm and rank once a later kernel's writes are in */
-    __threadfence_system();
-}
-
-static int order_npow2(int ni)
-{
-    int n = 2;
-    while (n < ni)
-        n <<= 1;
-    return n;
+    part[warp][lane] = smaller;
+    __syncthreads();
+    if (own >= ni_pad)
+        return;
+    int place = own; /* padding stays */
+    if (own < ni) {
+        place = 0;
+        for (int w = 0; w < ORDER_WARPS; w++)
+            place += part[w][lane];
+    }
+    /* warp c copies array c of the i's records; the last warp their indices */
+    if (iidx && warp == 0)
+        iidx_sorted[place] = iidx[own];
+    else if (!iidx && warp < nbuf)
+        ibuf_sorted[warp * ni_pad + place] = ibuf[warp * ni_pad + own];
+    if (warp == ORDER_WARPS - 1 && own < ni)
+        iorder[place] = own;
 }
 
 extern "C" cudaError_t gpunb_cuda_order_i_prepare(void)
 {
     return cudaFuncSetAttribute(gpunb_order_i_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)(sizeof(unsigned) * (size_t)order_npow2(GPUNB_CUDA_NI_CHUNK)));
+                                (int)(sizeof(unsigned) * (size_t)GPUNB_CUDA_NI_CHUNK));
 }
 
 extern "C" cudaError_t gpunb_cuda_launch_order_i(int ni, int ni_pad, float scale, const float4 *ibuf,
                                                  float4 *ibuf_sorted, int nbuf, const int4 *iidx,
-                                                 int4 *iidx_sorted, const float4 *mpos, int *perm, int *rank,
+                                                 int4 *iidx_sorted, const float4 *mpos, int *iorder,
                                                  cudaStream_t stream)
 {
-    const int npow2 = order_npow2(ni);
+    static_assert(GPUNB_CUDA_NI_CHUNK % 4 == 0, "the keys, rounded up to 4, fit the opted-in shared memory");
+    static_assert(ORDER_WARPS > 3, "a warp per array of the i's records, and one more");
     int ibits = 2;
     while ((1 << ibits) < ni)
         ibits++;
     if (ni < 1 || ni > GPUNB_CUDA_NI_CHUNK || ni_pad < ni)
         return cudaErrorInvalidValue;
-    gpunb_order_i_kernel<<<1, GPUNB_CUDA_ORDER_THREADS, sizeof(unsigned) * (size_t)npow2, stream>>>(
-        ni, ni_pad, npow2, ibits, scale, ibuf, ibuf_sorted, nbuf, iidx, iidx_sorted, mpos, perm, rank);
+    const unsigned blocks = (unsigned)(ni_pad + ORDER_OWN - 1) / ORDER_OWN;
+    gpunb_order_i_kernel<<<blocks, GPUNB_CUDA_ORDER_THREADS, sizeof(unsigned) * (size_t)((ni + 3) & ~3), stream>>>(
+        ni, ni_pad, ibits, scale, ibuf, ibuf_sorted, nbuf, iidx, iidx_sorted, mpos, iorder);
     return cudaGetLastError();
 }

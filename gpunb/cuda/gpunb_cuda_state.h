@@ -82,9 +82,10 @@ typedef struct cuda_gpu {
     unsigned char *d_stage, *h_stage;
     long rec_cap;
     int4 *d_iidx; /* i as j-set members (gpunb_regf_start), NI_CHUNK entries; then in spatial order */
-    /* A call's i order found on this GPU (gpunb_cuda_launch_order_i), mapped:
-     * perm (NI_CHUNK), then rank (NI_CHUNK). */
-    int *h_order, *d_order;
+    /* A call's i order found on this GPU (gpunb_cuda_launch_order_i): the
+     * caller's i at each place (NI_CHUNK); the results go to the caller's
+     * places on the GPU, so the host never needs it. */
+    int *d_iorder;
     /* Irregular force (one GPU): its own stream, of the highest priority so
      * that its small launches pass a regular force in flight; the list rows
      * (capacity x lmax ints); the indices of changed records and lists, the
@@ -132,14 +133,11 @@ typedef struct cuda_state {
     int inline_i;   /* a one-tile launch takes its i with it (NB6ACCEL_CUDA_INLINE_I) */
     /* The j-set and each call's i in spatial order (NB6ACCEL_CUDA_SPATIAL:
      * 1, 0, or -1 = from SPATIAL_MIN_J j per GPU); the cube of the Morton
-     * keys (cells per unit); the current
-     * chunk's i order, found on the GPUs (iperm[k]: the caller's i at place
-     * k, irank[i]: its place, in the h_order of a GPU that computes the
-     * chunk; isort unset: the caller's order). */
+     * keys (cells per unit); whether the current chunk's i go to the GPUs
+     * in spatial order (each GPU ranks them, see d_iorder). */
     int spatial_mode;
     float spatial_scale;
     int isort;
-    const int *iperm, *irank;
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
     float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
