@@ -8,7 +8,8 @@
 #    NB6ACCEL_CUDA_SPATIAL=0 and =1 (call, force kernel and the rest).
 # 2. Nsight Compute's duration of every kernel of a few calls each way
 #    (the sort of the i, force, gathering, reduction, a redo's kernels), so
-#    that the rest of the call splits into GPU work and host work.
+#    that the rest of the call splits into GPU work and host work
+#    (TAIL_NCU=0: not).  TAIL_NI and TAIL_NJ may be lists ("512 1024").
 # Summary in $OUT/summary.txt.
 set -u
 SRC=$(pwd)
@@ -26,6 +27,7 @@ for r in $(seq "$ROUNDS"); do
       grep -E '^ +[0-9]' | sed 's/^/  /' | tee -a "$S"
   done
 done
+[ "${TAIL_NCU:-1}" = 1 ] || exit 0
 command -v ncu >/dev/null 2>&1 || { note "no ncu: no kernel figures"; exit 0; }
 for sp in 0 1; do
   note "== ncu SPATIAL=$sp, NI=$NI, NJ=$NJ: kernels of the calls after the first few (us)"
