@@ -114,6 +114,15 @@ static int waves_of(const cuda_state *s, const cuda_gpu *g)
     return g->ntiles <= GPUNB_CUDA_WAVES_SHORT_TILES ? GPUNB_CUDA_WAVES_SHORT : GPUNB_CUDA_WAVES;
 }
 
+/* Whether a call of ni i on GPU g uses the spatial order (where g's j-set
+ * has one, NB6ACCEL_CUDA_SPATIAL): always where asked for, otherwise from
+ * SPATIAL_MIN_PAIRS interactions per GPU, where the far test saves more
+ * than ordering the i and gathering through the order cost. */
+static int spatial_pays(const cuda_state *s, const cuda_gpu *g, int ni)
+{
+    return g->spatial && (s->spatial_mode > 0 || (long long)ni * g->ntiles * GPUNB_CUDA_TILE_J >= SPATIAL_MIN_PAIRS);
+}
+
 /* Enqueue one chunk on GPU g: upload i (coordinates from h_ibuf, or with
  * members set, j-set indices from h_iidx), force, reduce, gather, download. */
 static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise, int members)
@@ -170,15 +179,22 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         CHECK(g, cudaMemcpyAsync(g->d_iidx, s->h_iidx, ibytes, cudaMemcpyHostToDevice, g->stream));
     else
         CHECK(g, cudaMemcpyAsync(g->d_ibuf, s->h_ibuf, ibytes, cudaMemcpyHostToDevice, g->stream));
-    /* The i in spatial order (s->isort: never a one-tile launch); the
+    /* The j-set in spatial order where it is sorted and the call is large
+     * enough to pay for ordering the i (spatial_pays), for the fast kernel
+     * (the only one with the far test) on more than one i-tile (with one,
+     * the order would only cost the gathering), unless the lists could
+     * outgrow the shared memory that gathering them from that order needs.
+     * The i then go to the force kernel in spatial order too, and the
      * kernels write each i's results at the caller's place. */
+    const int spatial = spatial_pays(s, g, ni) && !precise && ni_tiles > 1 &&
+                        limit <= (single ? GPUNB_CUDA_SINGLE_SMEM_LIST : GPUNB_CUDA_GATHER_SMEM_LIST);
     const float4 *ibuf = g->d_ibuf;
     const int4 *iidx = g->d_iidx;
     const int *iorder = NULL;
-    if (s->isort) {
+    if (spatial) {
         float4 *ibuf_sorted = g->d_ibuf + 3 * GPUNB_CUDA_NI_CHUNK;
         int4 *iidx_sorted = g->d_iidx + GPUNB_CUDA_NI_CHUNK;
-        CHECK(g, gpunb_cuda_launch_order_i(ni, ni_pad, s->spatial_scale, g->d_ibuf, ibuf_sorted, precise ? 3 : 2,
+        CHECK(g, gpunb_cuda_launch_order_i(ni, ni_pad, s->spatial_scale, g->d_ibuf, ibuf_sorted, 2 /* no ilo */,
                                            members ? g->d_iidx : NULL, iidx_sorted, g->d_jpos, g->d_iorder,
                                            g->stream));
         ibuf = ibuf_sorted;
@@ -190,12 +206,6 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     g->stamped_ni = fused && !single ? ni : 0;
     if (g->stamped_ni) /* (the last call's stamps have all arrived: finish_gpu waited for them) */
         memset(g->h_stamp, 0, sizeof(unsigned long long) * (size_t)(1 + ni));
-    /* The j-set in spatial order where it is sorted, for the fast kernel
-     * (the only one with the far test) on more than one i-tile (with one,
-     * the order would only cost the gathering), unless the lists could
-     * outgrow the shared memory that gathering them from that order needs. */
-    const int spatial = g->spatial && !precise && ni_tiles > 1 &&
-                        limit <= (single ? GPUNB_CUDA_SINGLE_SMEM_LIST : GPUNB_CUDA_GATHER_SMEM_LIST);
     const int *perm = spatial ? g->d_perm : NULL;
     gpunb_cuda_force_args a = {
         .precise = precise, .min_blocks = s->min_blocks, .jpos = spatial ? g->d_spos : g->d_jpos,
@@ -310,29 +320,16 @@ static int finish_gpu(cuda_gpu *g, double *t_force)
     return GPUNB_OK;
 }
 
-/* Whether a chunk of ni i goes to the GPUs in spatial order: where some GPU
- * holds its j-set so and the chunk fills more than one i-tile. */
-static int spatial_i(const cuda_state *s, int ni)
-{
-    if (ni <= GPUNB_CUDA_BLOCK_I)
-        return 0;
-    for (int k = 0; k < s->ngpu; k++)
-        if (s->gpu[k].ntiles > 0 && s->gpu[k].spatial)
-            return 1;
-    return 0;
-}
-
 /* The i of a chunk as float coordinates about the origin, in h_ibuf: xi, vi
  * are taken about o, vo (the state's origin, or zero where they are relative
- * to it already); the GPUs put them in spatial order where spatial_i says
- * so (on the host, the keys and the sort cost a 1024-i call 19 us of its
- * critical path, session 25). */
+ * to it already), in the caller's order: the GPUs rank them where
+ * spatial_pays says so (on the host, the keys and the sort cost a 1024-i
+ * call 19 us of its critical path, session 25). */
 void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int ni, const double *h2, const double *dtr,
                                const double (*xi)[3], const double (*vi)[3], const double *o, const double *vo)
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
     float4 *ipos = s->h_ibuf, *ivel = s->h_ibuf + ni_pad, *ilo = s->h_ibuf + 2 * ni_pad;
-    s->isort = spatial_i(s, ni);
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
     for (int i = 0; i < ni_pad; i++) {
         float4 p = {0, 0, 0, -1.0f}, u = {0, 0, 0, 0}, l = {0, 0, 0, 0}; /* padding: h2 < 0 */
@@ -350,12 +347,11 @@ void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int ni, const double *h2, const do
     }
 }
 
-/* The i of a chunk as j-set members, in h_iidx (one GPU: local = global);
- * the GPU puts them in spatial order where spatial_i says so. */
+/* The i of a chunk as j-set members, in h_iidx (one GPU: local = global),
+ * in the caller's order (see gpunb_cuda_regf_fill_ibuf). */
 void gpunb_cuda_regf_fill_iidx(cuda_state *s, int ni, const int *j_index, const double *h2, const double *dtr)
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
-    s->isort = spatial_i(s, ni);
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
     for (int i = 0; i < ni_pad; i++) {
         int4 d = {-1, 0, 0, 0};

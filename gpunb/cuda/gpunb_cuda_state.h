@@ -131,13 +131,12 @@ typedef struct cuda_state {
     int pdl;        /* else the gathering kernel as a dependent launch (NB6ACCEL_CUDA_PDL):
                      * 1 or 0 as asked, -1 where each GPU that can (9.0) */
     int inline_i;   /* a one-tile launch takes its i with it (NB6ACCEL_CUDA_INLINE_I) */
-    /* The j-set and each call's i in spatial order (NB6ACCEL_CUDA_SPATIAL:
-     * 1, 0, or -1 = from SPATIAL_MIN_J j per GPU); the cube of the Morton
-     * keys (cells per unit); whether the current chunk's i go to the GPUs
-     * in spatial order (each GPU ranks them, see d_iorder). */
+    /* The j-set and each large call's i in spatial order
+     * (NB6ACCEL_CUDA_SPATIAL: 1, 0, or -1 = from SPATIAL_MIN_J j and
+     * SPATIAL_MIN_PAIRS interactions per GPU); the cube of the Morton keys
+     * (cells per unit). */
     int spatial_mode;
     float spatial_scale;
-    int isort;
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
     float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
@@ -189,17 +188,19 @@ typedef struct cuda_state {
 
 /* The spatial order: j-sets after which it is found again (the bodies move
  * little in that time, and any order is correct: only the far test's yield
- * depends on it), and the j per GPU from which NB6ACCEL_CUDA_SPATIAL=auto
- * uses it.  At 128k j the force kernel gains (H100, NI = 1024: 214-225
- * against 239-245 us) but the call only breaks even (303-313 against
- * 304-311 us; NI = 2048 gains 5-9 %, NI = 512 loses 6-11 %): the i's sort
- * on the host (15-19 us) and the gathering through the order cost the
- * rest.  At 256k the call gains 6-9 %, at 1M 17 % (session 24).  With the
- * i sorted on the GPU (session 27) the call at 128k still breaks even
- * (NI = 1024: 297-311 against 285-294 us without the order): the gathering
- * through the order takes 74-78 us against 45-47. */
+ * depends on it); the j per GPU from which NB6ACCEL_CUDA_SPATIAL=auto keeps
+ * it, and the interactions per GPU (NI x j) from which a call uses it.
+ * H100 box, session 28, whole call in us, without / with the order:
+ * NJ = 128k: NI = 128 59-62 / 68-70, 256 100-101 / 117-120, 512 169-176 /
+ * 174-177, 1024 297-306 / 288-292, 2048 537-546 / 496-545; NJ = 256k:
+ * NI = 128 93-94 / 94-99, 256 158-161 / 159, 512 280-284 / 261; NJ = 1M:
+ * NI = 128 261-264 / 231-233.  So calls from about 2^26 interactions per
+ * GPU gain.  Below 128k j the order did not pay even then (NJ = 64k, NI =
+ * 1024: 183-187 / 184-192), and the Plummer run at 128k spent 0.94-0.97 s
+ * in the regular force with it against 1.51 s without. */
 #define SPATIAL_REFRESH 16
-#define SPATIAL_MIN_J 262144
+#define SPATIAL_MIN_J 131072
+#define SPATIAL_MIN_PAIRS (1LL << 26)
 
 #define CHECK(g, expr) GPUNB_CUDA_CHECK((g)->device, expr)
 
