@@ -372,9 +372,10 @@ static int cuda_open(void **state, int capacity, char *desc)
     if (len < NB6_ERRMSG_LEN && s->waves)
         len += (size_t)snprintf(desc + len, NB6_ERRMSG_LEN - len, "; %d force waves", s->waves);
     else if (len < NB6_ERRMSG_LEN)
-        len += (size_t)snprintf(desc + len, NB6_ERRMSG_LEN - len, "; %d force waves (%d for a GPU's j range up to %d)",
+        len += (size_t)snprintf(desc + len, NB6_ERRMSG_LEN - len,
+                                "; %d force waves (%d for a GPU's j range up to %d, %d in spatial order)",
                                 GPUNB_CUDA_WAVES, GPUNB_CUDA_WAVES_SHORT,
-                                GPUNB_CUDA_WAVES_SHORT_TILES * GPUNB_CUDA_TILE_J);
+                                GPUNB_CUDA_WAVES_SHORT_TILES * GPUNB_CUDA_TILE_J, GPUNB_CUDA_WAVES_SPATIAL);
     if (len < NB6_ERRMSG_LEN)
         snprintf(desc + len, NB6_ERRMSG_LEN - len,
                  " for NI > %d, %s for NI <= %d; float pairs about the j-set's centre of mass (two-float where "

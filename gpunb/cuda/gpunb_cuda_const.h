@@ -46,14 +46,23 @@
 
 /* Force blocks of a call with NI > 256, in units of the blocks the GPU holds
  * at once: WAVES, or WAVES_SHORT where the GPU's j range is at most
- * WAVES_SHORT_TILES tiles (NB6ACCEL_CUDA_WAVES overrides both, up to the
- * maximum).  On the H100, NI = 512-2048 (session 22, three calls): 3 waves
- * took 5 % less than 2 at NJ = 32k-64k (NBODY6's 64k run), 0-3 % more at
- * 128k-256k, the same at 1M. */
+ * WAVES_SHORT_TILES tiles, or WAVES_SPATIAL where the call uses the spatial
+ * order (NB6ACCEL_CUDA_WAVES overrides all, up to the maximum).  On the
+ * H100, NI = 512-2048 (session 22, three calls): 3 waves took 5 % less than
+ * 2 at NJ = 32k-64k (NBODY6's 64k run), 0-3 % more at 128k-256k, the same
+ * at 1M.  In spatial order the blocks' work differs (slices near the i
+ * take the full path, far ones the short one), and smaller slices even
+ * it out: 4 waves against 2 (session 28, two rounds), force kernel at
+ * NJ = 128k NI = 1024 208.7-213.8 against 216.4-220.7 us, NI = 4096
+ * 742-748 against 782-828; at 1M NI = 4096 5418-5424 against 5592-5637;
+ * 256k and smaller NI the same or better; 3, 5 and 6 waves no better. */
 #define GPUNB_CUDA_WAVES 2
 #define GPUNB_CUDA_WAVES_SHORT 3
 #define GPUNB_CUDA_WAVES_SHORT_TILES 256
-#define GPUNB_CUDA_WAVES_MOST (GPUNB_CUDA_WAVES > GPUNB_CUDA_WAVES_SHORT ? GPUNB_CUDA_WAVES : GPUNB_CUDA_WAVES_SHORT)
+#define GPUNB_CUDA_WAVES_SPATIAL 4
+#define GPUNB_CUDA_MAX2(a, b) ((a) > (b) ? (a) : (b))
+#define GPUNB_CUDA_WAVES_MOST \
+    GPUNB_CUDA_MAX2(GPUNB_CUDA_MAX2(GPUNB_CUDA_WAVES, GPUNB_CUDA_WAVES_SHORT), GPUNB_CUDA_WAVES_SPATIAL)
 #define GPUNB_CUDA_MAX_WAVES 16
 
 /* The fast kernel's floor on r^2 (see gpunb_cuda_force.cu); the host sends

@@ -106,11 +106,14 @@ static int ensure_lists(cuda_gpu *g, long ints)
     return GPUNB_OK;
 }
 
-/* Force waves of a large-NI call on GPU g (see GPUNB_CUDA_WAVES). */
-static int waves_of(const cuda_state *s, const cuda_gpu *g)
+/* Force waves of a large-NI call on GPU g, with the j-set in spatial order
+ * or not (see GPUNB_CUDA_WAVES). */
+static int waves_of(const cuda_state *s, const cuda_gpu *g, int spatial)
 {
     if (s->waves)
         return s->waves;
+    if (spatial)
+        return GPUNB_CUDA_WAVES_SPATIAL;
     return g->ntiles <= GPUNB_CUDA_WAVES_SHORT_TILES ? GPUNB_CUDA_WAVES_SHORT : GPUNB_CUDA_WAVES;
 }
 
@@ -141,8 +144,17 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
      * starts or ends inside a tile idles warps, 25 -> 36 us at NI = 64). */
     const int fused = ni <= FUSED_REDUCE_NI; /* one kernel reduces and gathers */
     const int single = fused && s->single && g->single_blocks > 0; /* ... the force kernel itself */
+    /* The j-set in spatial order where it is sorted and the call is large
+     * enough to pay for ordering the i (spatial_pays), for the fast kernel
+     * (the only one with the far test) on more than one i-tile (with one,
+     * the order would only cost the gathering), unless the lists could
+     * outgrow the shared memory that gathering them from that order needs.
+     * The i then go to the force kernel in spatial order too, and the
+     * kernels write each i's results at the caller's place. */
+    const int spatial = spatial_pays(s, g, ni) && !precise && ni_tiles > 1 &&
+                        limit <= (single ? GPUNB_CUDA_SINGLE_SMEM_LIST : GPUNB_CUDA_GATHER_SMEM_LIST);
     long long nslices = single ? g->single_blocks / ni_tiles
-                               : (long long)(fused ? 1 : waves_of(s, g)) * g->force_blocks / ni_tiles;
+                               : (long long)(fused ? 1 : waves_of(s, g, spatial)) * g->force_blocks / ni_tiles;
     int granule = 1;
 
     if (nslices < 1)
@@ -179,15 +191,7 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         CHECK(g, cudaMemcpyAsync(g->d_iidx, s->h_iidx, ibytes, cudaMemcpyHostToDevice, g->stream));
     else
         CHECK(g, cudaMemcpyAsync(g->d_ibuf, s->h_ibuf, ibytes, cudaMemcpyHostToDevice, g->stream));
-    /* The j-set in spatial order where it is sorted and the call is large
-     * enough to pay for ordering the i (spatial_pays), for the fast kernel
-     * (the only one with the far test) on more than one i-tile (with one,
-     * the order would only cost the gathering), unless the lists could
-     * outgrow the shared memory that gathering them from that order needs.
-     * The i then go to the force kernel in spatial order too, and the
-     * kernels write each i's results at the caller's place. */
-    const int spatial = spatial_pays(s, g, ni) && !precise && ni_tiles > 1 &&
-                        limit <= (single ? GPUNB_CUDA_SINGLE_SMEM_LIST : GPUNB_CUDA_GATHER_SMEM_LIST);
+    /* spatial: the i ranked into that order first */
     const float4 *ibuf = g->d_ibuf;
     const int4 *iidx = g->d_iidx;
     const int *iorder = NULL;
