@@ -51,15 +51,17 @@
  * H100, NI = 512-2048 (session 22, three calls): 3 waves took 5 % less than
  * 2 at NJ = 32k-64k (NBODY6's 64k run), 0-3 % more at 128k-256k, the same
  * at 1M.  In spatial order the blocks' work differs (slices near the i
- * take the full path, far ones the short one), and smaller slices even
- * it out: 4 waves against 2 (session 28, two rounds), force kernel at
- * NJ = 128k NI = 1024 208.7-213.8 against 216.4-220.7 us, NI = 4096
- * 742-748 against 782-828; at 1M NI = 4096 5418-5424 against 5592-5637;
- * 256k and smaller NI the same or better; 3, 5 and 6 waves no better. */
+ * take the full path, far ones the far test's short one), and smaller
+ * slices even it out (session 28, force kernel in us, rounds of one call
+ * each): NJ = 128k, NI = 1024: 8 waves 203.5, 208.1, 210.3; 12 waves
+ * 205.3, 206.5, 213.0; 4 waves 224.3, 219.2, 219.5 (another call: 2 waves
+ * 216.4-220.7, 4 waves 208.7-213.8, 5-6 no better); NI = 2048 the same
+ * with 4, 8 or 12; NJ = 1M, NI = 2048: 8 waves 2709-2711, 4 waves
+ * 2733-2734, NI = 4096 (4 waves against 2) 5418-5424 against 5592-5637. */
 #define GPUNB_CUDA_WAVES 2
 #define GPUNB_CUDA_WAVES_SHORT 3
 #define GPUNB_CUDA_WAVES_SHORT_TILES 256
-#define GPUNB_CUDA_WAVES_SPATIAL 4
+#define GPUNB_CUDA_WAVES_SPATIAL 8
 #define GPUNB_CUDA_MAX2(a, b) ((a) > (b) ? (a) : (b))
 #define GPUNB_CUDA_WAVES_MOST \
     GPUNB_CUDA_MAX2(GPUNB_CUDA_MAX2(GPUNB_CUDA_WAVES, GPUNB_CUDA_WAVES_SHORT), GPUNB_CUDA_WAVES_SPATIAL)
