@@ -11,6 +11,8 @@
 # ab-kernel.sh: a kernel change against the previous tree, alternating.
 # ab-flags.sh: builds of this tree with different compile-time settings
 # (gpunb_cuda_const.h), alternating.
+# tail-profile.sh: a call's time beyond the force kernel, with and without
+# the spatial order (benchmark and every kernel's Nsight Compute duration).
 check_PROGRAMS += tests/gpu/test_gpunb_cuda tests/gpu/test_gpunb_resident_cuda tests/gpu/test_gpunb_irregular_cuda \
 	tests/gpu/bench_gpunb
 TESTS += tests/gpu/test_gpunb_cuda tests/gpu/test_gpunb_resident_cuda tests/gpu/test_gpunb_irregular_cuda
@@ -23,7 +25,7 @@ tests_gpu_test_gpunb_irregular_cuda_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/te
 tests_gpu_bench_gpunb_LDADD = $(TEST_LIBS)
 EXTRA_DIST += tests/gpu/run-on-device.sh tests/gpu/run-irregular.sh tests/gpu/sass_per_interaction.sh tests/gpu/run-two-gpus.sh \
 	tests/gpu/device-build.sh \
-	tests/gpu/run-variants.sh tests/gpu/ab-kernel.sh tests/gpu/ab-flags.sh
+	tests/gpu/run-variants.sh tests/gpu/ab-kernel.sh tests/gpu/ab-flags.sh tests/gpu/tail-profile.sh
 if HAVE_CUDA
 tests_gpu_bench_gpunb_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests $(CUDA_CPPFLAGS)
 tests_gpu_bench_gpunb_LDADD += $(CUDA_LIBS)
