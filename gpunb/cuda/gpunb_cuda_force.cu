@@ -22,6 +22,12 @@
 #define GPUNB_CUDA_WORD_UNROLL 2
 #endif
 static constexpr int word_unroll = GPUNB_CUDA_WORD_UNROLL; /* (#pragma unroll expands no macro) */
+/* The far test reads the boxes of a tile's quarters from shared memory,
+ * copied with the tile (1), or from global memory after the tile's barrier
+ * (0). */
+#ifndef GPUNB_CUDA_FAR_BOX_SMEM
+#define GPUNB_CUDA_FAR_BOX_SMEM 1
+#endif
 /* The same for the words of a quarter that passed the far test. */
 #ifndef GPUNB_CUDA_FAR_UNROLL
 #define GPUNB_CUDA_FAR_UNROLL 1
@@ -145,19 +151,20 @@ static __device__ __forceinline__ bool interact(const float4 pi, const float4 vi
 #define FAR_PAD 0x1p-18f
 #define FAR_SHRINK (1.0f - 0x1p-10f)
 
-/* Whether no j of quarter q can be a neighbour of this thread's i, nor at
- * r = 0: the distance from x_i to the box of the x_j, and from x_i + dt v_i
+/* Whether no j of a quarter can be a neighbour of this thread's i, nor at
+ * r = 0 (box: the quarter's 4 records, in shared memory where SHARED, else
+ * in global memory): the distance from x_i to the box of the x_j, and from x_i + dt v_i
  * to the box of the x_j + dt v_j (which holds them for dt >= 0), both at
  * least sqrt(m_max h2).  NaN anywhere, or dt < 0, answers false; h2 < 0
  * (the padding past the last i, at the origin: inside the central boxes)
  * answers true, as no j can be its neighbour: otherwise the warps of a
  * call's last, partial i-tile took the full path wherever boxes held the
  * origin. */
-static __device__ __forceinline__ bool far_from_quarter(const float4 *__restrict__ box, int q, const float4 pi,
-                                                        const float4 vi)
+template <bool SHARED>
+static __device__ __forceinline__ bool far_from_quarter(const float4 *box, const float4 pi, const float4 vi)
 {
-    const float4 lo = __ldg(box + 4 * q), hi = __ldg(box + 4 * q + 1);
-    const float4 vlo = __ldg(box + 4 * q + 2), vhi = __ldg(box + 4 * q + 3);
+    const float4 lo = SHARED ? box[0] : __ldg(box), hi = SHARED ? box[1] : __ldg(box + 1);
+    const float4 vlo = SHARED ? box[2] : __ldg(box + 2), vhi = SHARED ? box[3] : __ldg(box + 3);
     const float h2 = pi.w, dt = vi.w;
     const float imag = fmaxf(fmaxf(fabsf(pi.x), fabsf(pi.y)), fabsf(pi.z)) +
                        dt * fmaxf(fmaxf(fabsf(vi.x), fabsf(vi.y)), fabsf(vi.z));
@@ -222,17 +229,20 @@ static __device__ __forceinline__ void single_tail(const gpunb_cuda_force_args &
     }
 }
 
-/* Copy j-tile t (TILE_J records, one per thread) into shared buffer b. */
+/* Copy j-tile t (TILE_J records, one per thread) into shared buffer b; with
+ * sbox, also the boxes of its JWAYS quarters (4 records each, consecutive). */
 template <bool PRECISE>
 static __device__ __forceinline__ void load_tile(const gpunb_cuda_force_args &a, int t, int tid,
                                                  float4 (*sp)[GPUNB_CUDA_TILE_J], float4 (*sv)[GPUNB_CUDA_TILE_J],
-                                                 float4 *sl, int b)
+                                                 float4 *sl, float4 (*sbox)[4 * GPUNB_CUDA_JWAYS], int b)
 {
     const int j = t * GPUNB_CUDA_TILE_J + tid;
     copy16(&sp[b][tid], a.jpos + j);
     copy16(&sv[b][tid], a.jvel + j);
     if (PRECISE)
         copy16(sl + b * GPUNB_CUDA_TILE_J + tid, a.jlo + j); /* sl: [2][TILE_J] */
+    if (sbox && tid < 4 * GPUNB_CUDA_JWAYS)
+        copy16(&sbox[b][tid], a.box + 4 * GPUNB_CUDA_JWAYS * t + tid);
 }
 
 /* The kernel's second parameter: the i of a one-tile launch, or a stub. */
@@ -256,6 +266,8 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
     /* Two buffers of the j-tile: tile t + 1 is on its way while t is used. */
     __shared__ __align__(16) float4 sp[2][GPUNB_CUDA_TILE_J], sv[2][GPUNB_CUDA_TILE_J];
     __shared__ __align__(16) float4 sl[PRECISE ? 2 : 1][PRECISE ? GPUNB_CUDA_TILE_J : 1];
+    constexpr bool BOX_SMEM = FAR && GPUNB_CUDA_FAR_BOX_SMEM;
+    __shared__ __align__(16) float4 sbox[BOX_SMEM ? 2 : 1][4 * GPUNB_CUDA_JWAYS];
     /* Word records (two ints) buffered per thread before a flush to global
      * memory: fewer in the PRECISE kernel, whose third j array would
      * otherwise leave room for only 4 blocks per SM. */
@@ -337,13 +349,13 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
 
     int b = 0;
     if (t_begin < t_end)
-        load_tile<PRECISE>(a, t_begin, tid, sp, sv, &sl[0][0], 0);
+        load_tile<PRECISE>(a, t_begin, tid, sp, sv, &sl[0][0], BOX_SMEM ? sbox : nullptr, 0);
     copies_commit();
     if (INLINE)
         __syncthreads(); /* every thread has its i before the stage is overwritten */
     for (int t = t_begin; t < t_end; t++) {
         if (t + 1 < t_end)
-            load_tile<PRECISE>(a, t + 1, tid, sp, sv, &sl[0][0], b ^ 1);
+            load_tile<PRECISE>(a, t + 1, tid, sp, sv, &sl[0][0], BOX_SMEM ? sbox : nullptr, b ^ 1);
         copies_commit();
         copies_wait_all_but_last(); /* this thread's part of tile t is in */
         __syncthreads();            /* ... and every thread's */
@@ -352,7 +364,8 @@ gpunb_force_kernel(const gpunb_cuda_force_args a, const __grid_constant__ inline
             tile_sums s = {0, 0, 0, 0, 0, 0, 0};
             const int j_first = way * GPUNB_CUDA_BLOCK_I; /* this thread's part of the tile */
             static_assert(GPUNB_CUDA_BLOCK_I == GPUNB_CUDA_QUARTER_J, "a way's part of the tile is one box");
-            if (FAR && __all_sync(0xffffffffu, far_from_quarter(a.box, my_quarter, pi, vi))) {
+            if (FAR && __all_sync(0xffffffffu, far_from_quarter<BOX_SMEM>(
+                                         BOX_SMEM ? &sbox[b][4 * way] : a.box + 4 * my_quarter, pi, vi))) {
 #pragma unroll far_unroll
                 for (int w = 0; w < GPUNB_CUDA_BLOCK_I / 32; w++) {
 #pragma unroll
