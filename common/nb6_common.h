@@ -16,6 +16,13 @@
 #define NB6_NORETURN
 #endif
 
+/* Helpers that CUDA kernels call too. */
+#ifdef __CUDACC__
+#define NB6_HOST_DEVICE __host__ __device__
+#else
+#define NB6_HOST_DEVICE
+#endif
+
 #define NB6_ERRMSG_LEN 512
 
 /* Format a message into buf (NB6_ERRMSG_LEN bytes). */
@@ -93,8 +100,9 @@ static inline void nb6_split(double x, float *hi, float *lo)
 }
 
 /* The Morton code of a cell of a 1024^3 grid (each c[k] < 1024): the bits
- * of the three coordinates interleaved, x lowest. */
-static inline unsigned nb6_morton10(const unsigned c[3])
+ * of the three coordinates interleaved, x lowest.  (The GPU's spatial order
+ * and the tests' use the same code.) */
+static inline NB6_HOST_DEVICE unsigned nb6_morton10(const unsigned c[3])
 {
     unsigned key = 0;
     for (int k = 0; k < 3; k++) {

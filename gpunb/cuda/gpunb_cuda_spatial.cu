@@ -12,15 +12,6 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
-static __device__ __forceinline__ unsigned spread10(unsigned v)
-{
-    v &= 0x3ffu;
-    v = (v | (v << 16)) & 0x30000ffu;
-    v = (v | (v << 8)) & 0x300f00fu;
-    v = (v | (v << 4)) & 0x30c30c3u;
-    return (v | (v << 2)) & 0x9249249u;
-}
-
 /* The Morton code (30 bits) of a float position about the origin, on the
  * cube of 1024 cells per axis at `scale` cells per unit (beyond it clamped;
  * NaN to cell 0). */
@@ -30,7 +21,7 @@ static __device__ __forceinline__ unsigned morton_of(float4 p, float scale)
     unsigned cell[3];
     for (int d = 0; d < 3; d++)
         cell[d] = (unsigned)fminf(fmaxf(fmaf(c[d], scale, 512.0f), 0.0f), 1023.0f);
-    return spread10(cell[0]) | spread10(cell[1]) << 1 | spread10(cell[2]) << 2;
+    return nb6_morton10(cell);
 }
 
 /* key[q]: the Morton code of jpos[q] over the cube of 1024 cells per axis
