@@ -43,8 +43,9 @@ for t in tests/gpu/test_gpunb_cuda tests/gpu/test_gpunb_resident_cuda tests/test
 done
 grep -E "cuda +extended" tests/test_resident.log | sed 's/^/  /' | tee -a "$S"
 grep -E "^  NJ=" tests/gpu/test_gpunb_resident_cuda.log | sed 's/^/  /' | tee -a "$S"
-# The resident path with the library's spatial order at every NJ (auto
-# starts it at 256k j): the i as j-set members put in order on the GPU.
+# The resident path with the library's spatial order at every NJ and NI (auto
+# uses it from 128k j and 2^26 interactions per GPU): the i as j-set members
+# put in order on the GPU.
 t0=$(date +%s)
 NB6ACCEL_CUDA_SPATIAL=1 timeout 300 ./tests/gpu/test_gpunb_resident_cuda >"$OUT/resident_spatial.log" 2>&1
 note "resident path, NB6ACCEL_CUDA_SPATIAL=1: rc=$? in $(( $(date +%s) - t0 )) s: $(grep -E "^relative errors" "$OUT/resident_spatial.log" | head -1)"

@@ -457,9 +457,9 @@ static void check_sizes(gpunb *gpu, gpunb *ref, const problem *p, const int *nis
  * few 32-j words, which the force kernel records as one entry each.  Then
  * NB6ACCEL_CUDA_SPATIAL=1 on inputs in no spatial order (NBODY6's): the
  * library sorts the j-set and each call's i itself and runs the far test
- * (at any NJ: auto does so only from 256k j per GPU), and a call whose
- * lists could outgrow the gathering's shared memory (lmax 5000) reads the
- * j-set unsorted.  Refused values first. */
+ * (at any NJ and NI: auto does so only from 128k j and 2^26 interactions
+ * per GPU), and a call whose lists could outgrow the gathering's shared
+ * memory (lmax 5000) reads the j-set unsorted.  Refused values first. */
 static void check_spatial(int quick)
 {
     const char *const bad[] = {"2", "yes", "01", "auto "};
