@@ -4,7 +4,8 @@
 # irregular-force parts against N, log-log, for NBODY6's GPUNB path (the
 # first complete row of each N; rows stopped by the wall-clock limit are
 # left out), and, where the CSV has them, the wall time of the resident
-# GPUNB path's rows as a fourth curve.  Without gnuplot it uses
+# GPUNB path's rows as a fourth curve; a CSV of resident rows only gives the
+# three curves of that path.  Without gnuplot it uses
 # matplotlib if there, else says so and leaves the CSV alone.
 csv=$1
 png=$2
@@ -32,12 +33,20 @@ for r in csv.DictReader(open(sys.argv[1])):
                                        float(r["irregular_second"])))
     elif r["status"] == "complete" and r.get("gpunb_path") == "resident":
         resident.setdefault(int(r["n"]), float(r["wall_second"]))
+path = "NBODY6 GPUNB path"
+if not first:
+    path = "resident GPUNB path"
+    for r in csv.DictReader(open(sys.argv[1])):
+        if r["status"] == "complete" and r.get("gpunb_path") == "resident":
+            first.setdefault(int(r["n"]), (float(r["wall_second"]), float(r["regular_second"]),
+                                           float(r["irregular_second"])))
+    resident = {}
 rows = sorted((k,) + v for k, v in first.items())
 if not rows:
     print("plot-fig2: no complete run in %s: no %s" % (sys.argv[1], sys.argv[2]))
     sys.exit(0)
 n = [r[0] for r in rows]
-for k, (label, mark) in enumerate([("total, NBODY6 GPUNB path", "o-"), ("regular force (GPUNB)", "s-"),
+for k, (label, mark) in enumerate([("total, " + path, "o-"), ("regular force (GPUNB)", "s-"),
                                    ("irregular force (GPUIRR)", "^-")]):
     plt.loglog(n, [r[k + 1] for r in rows], mark, label=label)
 if resident:
@@ -65,6 +74,14 @@ extra=
 if test -s "$resident"; then
   extra=", '$resident' using 1:2 with linespoints dt 2 pt 6 title 'total, resident GPUNB path'"
 fi
+path='NBODY6 GPUNB path'
+if ! test -s "$data"; then
+  # resident rows only: their parts
+  path='resident GPUNB path'
+  extra=
+  awk -F, 'NR > 1 && $22 == "complete" && $24 == "resident" && !seen[$1]++ { print $1, $7, $8, $9 }' \
+    "$csv" | sort -n > "$data"
+fi
 if ! test -s "$data"; then
   echo "plot-fig2: no complete run in $csv: no $png"
   exit 0
@@ -78,7 +95,7 @@ set key top left
 set xlabel 'N'
 set ylabel 'wall-clock time for t = 2..4 (s)'
 set title 'Plummer model, AC Hermite with nb6accel (Nitadori & Aarseth 2012, Fig. 2)'
-plot '$data' using 1:2 with linespoints pt 7 title 'total, NBODY6 GPUNB path', \
+plot '$data' using 1:2 with linespoints pt 7 title 'total, $path', \
      '$data' using 1:3 with linespoints pt 5 title 'regular force (GPUNB)', \
      '$data' using 1:4 with linespoints pt 9 title 'irregular force (GPUIRR)'$extra
 GP
@@ -93,7 +110,7 @@ set grid
 set key top left
 set xlabel 'N'
 set ylabel 'wall-clock time for t = 2..4 (s)'
-plot '$data' using 1:2 with linespoints title 'total, NBODY6 GPUNB path', \
+plot '$data' using 1:2 with linespoints title 'total, $path', \
      '$data' using 1:3 with linespoints title 'regular force (GPUNB)', \
      '$data' using 1:4 with linespoints title 'irregular force (GPUIRR)'$extra
 GP
