@@ -286,11 +286,14 @@ contains
     end subroutine append_due
   end subroutine member_subset
 
-  !> The team for scan_members: every thread, at most one per 2048 bodies.
+  !> The team for scan_members: every thread from 4096 bodies, else none.
+  !> Never a team between one thread and the whole: libgomp ends the
+  !> threads a smaller team leaves out and creates them again for the next
+  !> full one (N = 16k on 16 threads had 8 created per large block).
   integer function scan_team_size() result(nt)
     !$ use omp_lib, only: omp_get_max_threads
     nt = 1
-    !$ nt = max(1, min(omp_get_max_threads(), n / 2048))
+    !$ if (n >= 4096) nt = omp_get_max_threads()
   end function scan_team_size
 
   !> This thread's number t, the size mt of the team it is in, and its share
