@@ -42,6 +42,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -370,18 +371,39 @@ void gpunb_cuda_regf_fill_iidx(cuda_state *s, int ni, const int *j_index, const 
 }
 
 /* Enqueue a chunk of at most NI_CHUNK i (filled in by gpunb_cuda_regf_fill_ibuf or
- * gpunb_cuda_regf_fill_iidx) on every GPU that holds j; returns without waiting. */
+ * gpunb_cuda_regf_fill_iidx) on every GPU that holds j; returns without waiting.
+ * With several busy GPUs each is launched by a thread of the team: one
+ * GPU's launch sequence takes some 15-20 us of API calls, which in turn
+ * made the last GPU start that much after the first (launch_gpu writes
+ * only its GPU's state).  The whole team, not num_threads(ngpu): libgomp
+ * ends the threads a smaller team leaves out and creates them again for
+ * the next full one (ms per call).  The first failure's message is the
+ * caller's. */
 int gpunb_cuda_regf_chunk_launch(cuda_state *s, int ni, int limit, int precise, int members)
 {
-    int st;
+    int st = GPUNB_OK, busy = 0;
+    char why[NB6_ERRMSG_LEN] = "";
     for (int k = 0; k < s->ngpu; k++)
-        s->gpu[k].busy = s->gpu[k].ntiles > 0;
+        busy += s->gpu[k].busy = s->gpu[k].ntiles > 0;
+    if (busy <= 1) { /* (no team: an if(0) region still costs libgomp a team's set-up) */
+        for (int k = 0; k < s->ngpu; k++)
+            if (s->gpu[k].busy)
+                return launch_gpu(s, &s->gpu[k], ni, limit, precise, members);
+        return GPUNB_OK;
+    }
+#pragma omp parallel for schedule(static, 1)
     for (int k = 0; k < s->ngpu; k++) {
         cuda_gpu *g = &s->gpu[k];
-        if (g->busy && (st = launch_gpu(s, g, ni, limit, precise, members)) != GPUNB_OK)
-            return st;
+        const int e = g->busy ? launch_gpu(s, g, ni, limit, precise, members) : GPUNB_OK;
+        if (e != GPUNB_OK) {
+#pragma omp critical(gpunb_cuda_launch_failure)
+            if (st == GPUNB_OK) {
+                st = e;
+                snprintf(why, sizeof why, "%s", gpunb_last_error());
+            }
+        }
     }
-    return GPUNB_OK;
+    return st == GPUNB_OK ? GPUNB_OK : gpunb_fail(st, "%s", why);
 }
 
 /* The least |acc|^2 at which the fast kernel's result for i is good to
