@@ -396,7 +396,7 @@ int gpunb_cuda_regf_chunk_launch(cuda_state *s, int ni, int limit, int precise, 
         cuda_gpu *g = &s->gpu[k];
         const int e = g->busy ? launch_gpu(s, g, ni, limit, precise, members) : GPUNB_OK;
         if (e != GPUNB_OK) {
-#pragma omp critical(gpunb_cuda_launch_failure)
+#pragma omp critical /* unnamed: a named one is a global symbol of the library */
             if (st == GPUNB_OK) {
                 st = e;
                 snprintf(why, sizeof why, "%s", gpunb_last_error());
