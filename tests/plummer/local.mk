@@ -25,7 +25,7 @@ tests_plummer_plummer_ac_SOURCES = tests/plummer/plummer_ac.f90
 tests_plummer_plummer_ac_LDADD = tests/plummer/libplummerac.la libgpunb.la libgpuirr.la
 tests_plummer_plummer_ac_LDFLAGS = $(OPENMP_FCFLAGS)
 
-PLUMMER_TESTS = tests/plummer/test_plummer_model tests/plummer/test_plummer_run
+PLUMMER_TESTS = tests/plummer/test_plummer_model tests/plummer/test_plummer_run tests/plummer/test_plummer_teams
 check_PROGRAMS += $(PLUMMER_TESTS)
 TESTS += $(PLUMMER_TESTS) tests/plummer/test_plummer_cli.sh
 tests_plummer_test_plummer_model_SOURCES = tests/plummer/test_plummer_model.f90
@@ -34,6 +34,9 @@ tests_plummer_test_plummer_model_LDFLAGS = $(OPENMP_FCFLAGS)
 tests_plummer_test_plummer_run_SOURCES = tests/plummer/test_plummer_run.f90
 tests_plummer_test_plummer_run_LDADD = tests/plummer/libplummerac.la libgpunb.la libgpuirr.la
 tests_plummer_test_plummer_run_LDFLAGS = $(OPENMP_FCFLAGS)
+tests_plummer_test_plummer_teams_SOURCES = tests/plummer/test_plummer_teams.f90 tests/plummer/team_marks.c
+tests_plummer_test_plummer_teams_LDADD = tests/plummer/libplummerac.la libgpunb.la libgpuirr.la
+tests_plummer_test_plummer_teams_LDFLAGS = $(OPENMP_FCFLAGS)
 
 # Fortran modules must exist before their users compile (make -j).
 tests/plummer/plummer_rng.lo: libnb6accel_fmod.la
@@ -48,7 +51,7 @@ tests/plummer/ac_run.lo: tests/plummer/ac_integrator.lo tests/plummer/plummer_mo
 	tests/plummer/ac_order.lo
 tests/plummer/ac_table.lo: tests/plummer/ac_run.lo
 tests/plummer/plummer_ac.$(OBJEXT) tests/plummer/test_plummer_model.$(OBJEXT) \
-	tests/plummer/test_plummer_run.$(OBJEXT): tests/plummer/libplummerac.la
+	tests/plummer/test_plummer_run.$(OBJEXT) tests/plummer/test_plummer_teams.$(OBJEXT): tests/plummer/libplummerac.la
 
 # auto: 16384 where GPUNB's CUDA back-end can run, else 4096.
 PLUMMER_N ?= auto
