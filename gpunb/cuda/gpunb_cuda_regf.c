@@ -385,7 +385,7 @@ int gpunb_cuda_regf_chunk_launch(cuda_state *s, int ni, int limit, int precise, 
     char why[NB6_ERRMSG_LEN] = "";
     for (int k = 0; k < s->ngpu; k++)
         busy += s->gpu[k].busy = s->gpu[k].ntiles > 0;
-    if (busy <= 1) { /* (no team: an if(0) region still costs libgomp a team's set-up) */
+    if (busy <= 1) { /* no region: even an if(0) one sets up a team of one */
         for (int k = 0; k < s->ngpu; k++)
             if (s->gpu[k].busy)
                 return launch_gpu(s, &s->gpu[k], ni, limit, precise, members);
