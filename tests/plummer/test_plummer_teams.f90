@@ -29,6 +29,10 @@ program test_plummer_teams
     write(*, '(a)') 'test_plummer_teams: SKIP: built without OpenMP, no teams to check'
     stop 77
   end if
+  if (first < 2) then ! (OMP_THREAD_LIMIT=1, say): no thread to lose
+    write(*, '(a,i0,a)') 'test_plummer_teams: SKIP: a team of ', first, ' thread, no team to check'
+    stop 77
+  end if
   allocate(body(n), x(3,n), v(3,n), xe(3,n), ve(3,n))
   call plummer_generate(n, 5, body, x, v)
   opt%quiet = .true.
