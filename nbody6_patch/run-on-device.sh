@@ -97,6 +97,51 @@ thread_cpu_share() {
             END { printf "%d threads, %.0f %% of a CPU in all, %d involuntary switches in %s s; per thread:%s", n, tot, sw, dt, list }'
 }
 
+# PERF_RUN=name (one of RUNS) with PERF_TAR (a perf tarball carried in
+# .devtools, tests/plummer/profile-on-device.sh --pack): perf samples that
+# run from PERF_AT seconds after it started (default 60: past NBODY6's
+# start-up at 64k) for PERF_SECONDS (default 15), all threads, and the
+# summary gets the flat profile by library and function: which of NBODY6's
+# own time is its Fortran and which our libraries' calls from its serial
+# loops (the libraries' statistics time only their force calls).
+# PERF_CALLERS=1 records call graphs too (dwarf: heavier; keep PERF_SECONDS
+# short) and prints the master thread's callers.
+perf_bin=
+if [ -n "${PERF_RUN:-}" ] && [ -f "${PERF_TAR:-}" ]; then
+    mkdir -p /tmp/perf && tar -C /tmp/perf -xJf "$PERF_TAR" && perf_bin=/tmp/perf/perf
+fi
+perf_sample() {
+    local name=$1 pid=$2
+    [ -n "$perf_bin" ] || { log "$name: no perf (PERF_TAR)"; return; }
+    sleep $(( ${PERF_AT:-60} - 5 ))
+    LD_LIBRARY_PATH=/tmp/perf/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+        "$perf_bin" record -F 999 -e cpu-clock ${PERF_CALLERS:+--call-graph dwarf,8192} -p "$pid" \
+        -o "/tmp/perf-$name.data" -- sleep "${PERF_SECONDS:-15}" > "$logs/perf-$name.log" 2>&1
+    { echo "== perf of $name, ${PERF_SECONDS:-15} s from ${PERF_AT:-60} s (cpu-clock, all threads)"
+      LD_LIBRARY_PATH=/tmp/perf/lib "$perf_bin" report -i "/tmp/perf-$name.data" --stdio --no-children \
+          --sort dso,symbol -g none 2>/dev/null | grep -v -e '^#' -e '^$' | head -n 60
+      echo "== by library"
+      LD_LIBRARY_PATH=/tmp/perf/lib "$perf_bin" report -i "/tmp/perf-$name.data" --stdio --no-children \
+          --sort dso -g none 2>/dev/null | grep -v -e '^#' -e '^$' | head -n 12
+      echo "== by thread"
+      LD_LIBRARY_PATH=/tmp/perf/lib "$perf_bin" report -i "/tmp/perf-$name.data" --stdio --no-children \
+          --sort pid -g none 2>/dev/null | grep -v -e '^#' -e '^$' | head -n 20
+      # The master thread alone: the serial path that sets the wall time.
+      echo "== the master thread (tid $pid)"
+      LD_LIBRARY_PATH=/tmp/perf/lib "$perf_bin" report -i "/tmp/perf-$name.data" --stdio --no-children \
+          --tid "$pid" --sort dso,symbol -g none 2>/dev/null | grep -v -e '^#' -e '^$' | head -n 40
+      # PERF_CALLERS=1: who called the master thread's hottest functions
+      # (libgomp has no symbols here: which parallel region it waits in).
+      if [ -n "${PERF_CALLERS:-}" ]; then
+          echo "== the master thread's callers"
+          LD_LIBRARY_PATH=/tmp/perf/lib "$perf_bin" report -i "/tmp/perf-$name.data" --stdio --no-children \
+              --tid "$pid" --sort dso,symbol -g caller,2,callee --percent-limit 1 2>/dev/null |
+              grep -v -e '^#' -e '^$' | head -n 150
+      fi
+    } > "$logs/perf-$name.txt" 2>&1
+    cat "$logs/perf-$name.txt" >> "$OUT/summary.txt"
+}
+
 # 3. Plummer timings: name N backend cap_s
 threads=16
 plummer() {
@@ -116,8 +161,10 @@ plummer() {
         sleep 3
         log "$name: $(thread_cpu_share "$pid" 2)"
         log "$name: busiest processes: $(ps -eo pcpu=,comm= --sort=-pcpu 2>/dev/null | head -n 5 | awk '{ printf "%s %s%%; ", $2, $1 }')"
+        [ -n "${PERF_RUN:-}" ] && [ "$name" = "$PERF_RUN" ] && perf_sample "$name" "$pid" &
     fi
     wait "$job"
+    wait
     rc=$?
     for f in input stdout.log stderr.log adjust-times summary; do
         [ -f "/tmp/run-$name/$f" ] && cp "/tmp/run-$name/$f" "$logs/$name.$f"
