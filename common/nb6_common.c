@@ -71,38 +71,65 @@ int nb6_max_threads(void)
 /* Blocks of the check loops below: a vectorised pass over a block, then a
  * value-by-value search only in a block that fails.  A search with an exit
  * per value does not vectorise; it took 130-240 us for the 458 752 values of
- * a 64k gpunb_send, each time NBODY6 sends its j-set. */
-enum { CHECK_BLOCK = 2048 };
+ * a 64k gpunb_send, each time NBODY6 sends its j-set.
+ *
+ * From CHECK_PARALLEL_MIN values the blocks are checked on the OpenMP team,
+ * in the static split NBODY6's CXVPRED (gpuirr_host_predict) uses to write
+ * X and XDOT just before GPUNB_SEND checks them: each thread reads its own
+ * share from its own cache.  On one thread the check of the 64k j-set took
+ * 1.6 % of NBODY6's master thread (perf, session 30), time in which the
+ * whole run waits.  Callers inside a parallel region get a team of one. */
+enum { CHECK_BLOCK = 2048, CHECK_PARALLEL_MIN = 32768 };
+
+static int block_has_nonfinite(const double *v, long b, long e)
+{
+    double s = 0.0; /* v - v: 0 for a finite v, NaN otherwise */
+#pragma omp simd reduction(+ : s)
+    for (long k = b; k < e; k++)
+        s += v[k] - v[k];
+    return s != 0.0;
+}
+
+static int block_has_negative(const double *v, long b, long e)
+{
+    int any = 0;
+#pragma omp simd reduction(| : any)
+    for (long k = b; k < e; k++)
+        any |= v[k] < 0.0;
+    return any;
+}
+
+/* The first block of v[0..n-1] where has() holds, or -1. */
+static long first_block(const double *v, long n, int (*has)(const double *, long, long))
+{
+    const long nblocks = (n + CHECK_BLOCK - 1) / CHECK_BLOCK;
+    long first = nblocks;
+#pragma omp parallel for schedule(static) reduction(min : first) if (n >= CHECK_PARALLEL_MIN)
+    for (long blk = 0; blk < nblocks; blk++) {
+        const long b = blk * CHECK_BLOCK, e = b + CHECK_BLOCK < n ? b + CHECK_BLOCK : n;
+        if (blk < first && has(v, b, e))
+            first = blk;
+    }
+    return first < nblocks ? first : -1;
+}
 
 long nb6_first_nonfinite(const double *v, long n)
 {
-    for (long b = 0; b < n; b += CHECK_BLOCK) {
-        const long e = b + CHECK_BLOCK < n ? b + CHECK_BLOCK : n;
-        double s = 0.0; /* v - v: 0 for a finite v, NaN otherwise */
-#pragma omp simd reduction(+ : s)
-        for (long k = b; k < e; k++)
-            s += v[k] - v[k];
-        if (s != 0.0)
-            for (long k = b; k < e; k++)
-                if (!isfinite(v[k]))
-                    return k;
-    }
+    const long blk = first_block(v, n, block_has_nonfinite);
+    if (blk >= 0)
+        for (long k = blk * CHECK_BLOCK; k < n; k++)
+            if (!isfinite(v[k]))
+                return k;
     return -1;
 }
 
 long nb6_first_negative(const double *v, long n)
 {
-    for (long b = 0; b < n; b += CHECK_BLOCK) {
-        const long e = b + CHECK_BLOCK < n ? b + CHECK_BLOCK : n;
-        int any = 0;
-#pragma omp simd reduction(| : any)
-        for (long k = b; k < e; k++)
-            any |= v[k] < 0.0;
-        if (any)
-            for (long k = b; k < e; k++)
-                if (v[k] < 0.0)
-                    return k;
-    }
+    const long blk = first_block(v, n, block_has_negative);
+    if (blk >= 0)
+        for (long k = blk * CHECK_BLOCK; k < n; k++)
+            if (v[k] < 0.0)
+                return k;
     return -1;
 }
 

@@ -15,11 +15,13 @@ static void expect_status(int got, int want, const char *msg, const char *needle
 }
 
 /* gpunb_send's checks scan the j-set in blocks of 2048 values (a vectorised
- * pass, then a search in a block that fails): bad values on either side of
- * block edges and in the last, partial block must still be named exactly. */
+ * pass, then a search in a block that fails), on the OpenMP team from 32768
+ * values: bad values on either side of block edges, in any thread's share
+ * and in the last, partial block must still be named exactly, and of two
+ * the first, wherever the other lies. */
 static void send_names_bad_values(void)
 {
-    enum { N = 10000 };
+    enum { N = 40000 };
     static double m[N], x[N][3], v[N][3];
     gpunb *h = NULL;
     char want[96];
@@ -32,8 +34,8 @@ static void send_names_bad_values(void)
     }
     if (!TL_CHECK(gpunb_open(&h, N, GPUNB_BACKEND_REFERENCE) == GPUNB_OK, "open: %s", gpunb_last_error()))
         return;
-    /* flat indices of x: 2047 is x[682][1], 2048 x[682][2]; 29999 is the last */
-    static const long flat[] = {0, 2047, 2048, 4095, 6144, 29999};
+    /* flat indices of x: 2047 is x[682][1], 2048 x[682][2]; 119999 is the last */
+    static const long flat[] = {0, 2047, 2048, 4095, 6144, 29999, 61439, 61440, 104447, 119999};
     for (size_t q = 0; q < sizeof flat / sizeof flat[0]; q++) {
         const long j = flat[q] / 3, k = flat[q] % 3;
         const double keep = x[j][k];
@@ -43,7 +45,20 @@ static void send_names_bad_values(void)
                       gpunb_last_error(), want, "gpunb_send with a bad position past a block edge");
         x[j][k] = keep;
     }
-    static const long bad_m[] = {2047, 2048, 9999};
+    /* Two bad values: the first is named, whichever thread finds the other. */
+    static const long pairs[][2] = {{3, 119998}, {59000, 117000}, {40961, 40962}, {100000, 100001}};
+    for (size_t q = 0; q < sizeof pairs / sizeof pairs[0]; q++) {
+        const long j0 = pairs[q][0] / 3, k0 = pairs[q][0] % 3, j1 = pairs[q][1] / 3, k1 = pairs[q][1] % 3;
+        const double keep0 = v[j0][k0], keep1 = v[j1][k1];
+        v[j0][k0] = INFINITY;
+        v[j1][k1] = NAN;
+        snprintf(want, sizeof want, "v[%ld][%ld] = inf", j0, k0);
+        expect_status(gpunb_send(h, N, m, (const double(*)[3])x, (const double(*)[3])v), GPUNB_EUSAGE,
+                      gpunb_last_error(), want, "gpunb_send with two bad velocities");
+        v[j0][k0] = keep0;
+        v[j1][k1] = keep1;
+    }
+    static const long bad_m[] = {2047, 2048, 9999, 32767, 32768, 39999};
     for (size_t q = 0; q < sizeof bad_m / sizeof bad_m[0]; q++) {
         m[bad_m[q]] = -0.25;
         snprintf(want, sizeof want, "m[%ld] = -0.25 is negative", bad_m[q]);
