@@ -164,8 +164,8 @@ plummer() {
         [ -n "${PERF_RUN:-}" ] && [ "$name" = "$PERF_RUN" ] && perf_sample "$name" "$pid" &
     fi
     wait "$job"
-    wait
     rc=$?
+    wait # the perf sample, if one runs
     for f in input stdout.log stderr.log adjust-times summary; do
         [ -f "/tmp/run-$name/$f" ] && cp "/tmp/run-$name/$f" "$logs/$name.$f"
     done
