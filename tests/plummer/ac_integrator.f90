@@ -19,7 +19,7 @@ module ac_integrator
   use nb6accel
   use ac_state
   use ac_blocks, only: blocks_next, blocks_move
-  use ac_correct, only: predict_body, irregular_correct, regular_correct
+  use ac_correct, only: irregular_correct_lanes, lanes, regular_correct
   use ac_forces, only: regular_chunk_start, regular_chunk_finish, regular_chunk_collect, &
       regular_chunk_lists, send_particle, upload_stale_jparticles, xi, vi, gacc, gjrk, listgp, gf, gfd
   use ac_clock, only: wall_seconds
@@ -90,10 +90,13 @@ contains
   !> Advance the next block; returns its time.
   subroutine block_step(tblock)
     real(dp), intent(out) :: tblock
-    integer :: nact, nreg, k, i, j0, ni, ngpu, nhost, nhost_most, b, r, nmoved
+    integer :: nact, nreg, k, i, j0, ni, ngpu, nhost, nhost_most, b, r, nmoved, k0, m, l
+    integer :: idx(lanes)
+    logical :: dl(lanes)
+    real(dp) :: sold(lanes), fl(lanes,3), fdl(lanes,3), xl(lanes,3), vl(lanes,3)
     integer(int64) :: nbs
     integer(c_int) :: nc, one, nn
-    real(dp) :: t, xp(3), vp(3), sold, spent(nphase), lap_start
+    real(dp) :: t, spent(nphase), lap_start
     logical :: early, gpu_irr, split, start_after_irr
     real(dp) :: t_start
 
@@ -197,33 +200,47 @@ contains
     nbs = 0
     nmoved = 0
     ! A body changes level iff its step changed (blocks_move checks the new
-    ! one): no level arithmetic per body.
-    !$omp parallel do if (nact >= par_min) schedule(static) private(k, i, r, xp, vp, sold) &
+    ! one): no level arithmetic per body.  The members go to the corrector
+    ! a vector of lanes at a time.
+    !$omp parallel do if (nact >= par_min) schedule(static) private(k0, m, l, k, i, r, idx, sold, fl, fdl, dl, xl, vl) &
     !$omp reduction(+:nbs, nmoved)
-    do k = 1, nact
-      i = act(k)
-      if (k + prefetch_ahead <= nact .and. prefetch_ahead > 0) call prefetch_body(act(k + prefetch_ahead))
-      r = k
-      if (split) then
-        r = row(k)
-        if (r < 0) r = ngpu - r
-      end if
-      call predict_body(i, xp, vp)
-      sold = step(i)
-      if (nreg > 0) then
-        x(:,i) = xp
-        xdot(:,i) = vp
-        tpred(i) = time
-        step_old(k) = sold
-        nnb_old(k) = nnb(i)
-      end if
-      call irregular_correct(i, xp, vp, gfa(:,r), gfda(:,r), due(k))
-      nbs = nbs + nnb(i)
-      if (nreg == 0) then
-        call send_particle(i)
-        moved(k) = step(i) /= sold
-        if (moved(k)) nmoved = nmoved + 1
-      end if
+    do k0 = 1, nact, lanes
+      m = min(lanes, nact - k0 + 1)
+      do l = 1, m
+        k = k0 + l - 1
+        i = act(k)
+        if (k + prefetch_ahead <= nact .and. prefetch_ahead > 0) call prefetch_body(act(k + prefetch_ahead))
+        r = k
+        if (split) then
+          r = row(k)
+          if (r < 0) r = ngpu - r
+        end if
+        idx(l) = i
+        fl(l,:) = gfa(:,r)
+        fdl(l,:) = gfda(:,r)
+        dl(l) = due(k)
+        sold(l) = step(i)
+        if (nreg > 0) then
+          step_old(k) = sold(l)
+          nnb_old(k) = nnb(i)
+        end if
+      end do
+      call irregular_correct_lanes(m, idx, fl, fdl, dl, xl, vl)
+      do l = 1, m
+        k = k0 + l - 1
+        i = idx(l)
+        if (nreg > 0) then
+          x(:,i) = xl(l,:)
+          xdot(:,i) = vl(l,:)
+          tpred(i) = time
+        end if
+        nbs = nbs + nnb(i)
+        if (nreg == 0) then
+          call send_particle(i)
+          moved(k) = step(i) /= sold(l)
+          if (moved(k)) nmoved = nmoved + 1
+        end if
+      end do
     end do
     !$omp end parallel do
     nstepi = nstepi + nact
