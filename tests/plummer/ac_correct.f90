@@ -11,7 +11,7 @@ module ac_correct
   use ac_state
   implicit none
   private
-  public :: predict_body, irregular_correct, irregular_correct_lanes, regular_correct, tstep, block_step_below
+  public :: irregular_correct, irregular_correct_lanes, regular_correct, tstep, block_step_below
 
   !> Members per call of irregular_correct_lanes: one AVX-512 vector of doubles.
   integer, parameter, public :: lanes = 8
@@ -20,25 +20,6 @@ module ac_correct
   integer(int64), parameter :: mantissa_bits = shiftl(1_int64, 52) - 1
 
 contains
-
-  !> Predict body i to the block time from its Taylor series (NBODY6's
-  !> JPRED; F and FDOT are acc/2 and jerk/6) into xp, vp.  The caller stores
-  !> them in X, XDOT (with TPRED) only in blocks with regular bodies: nothing
-  !> else reads a member's predicted state, and three scattered stores per
-  !> step are a good part of the corrector's memory traffic.
-  subroutine predict_body(i, xp, vp)
-    integer, intent(in) :: i
-    real(dp), intent(out) :: xp(3), vp(3)
-    real(dp) :: s, s1, s2
-    integer :: k
-    s = time - t0(i)
-    s1 = 1.5_dp * s
-    s2 = 2.0_dp * s
-    do k = 1, 3
-      xp(k) = ((fdot(k,i) * s + f(k,i)) * s + x0dot(k,i)) * s + x0(k,i)
-      vp(k) = (fdot(k,i) * s1 + f(k,i)) * s2 + x0dot(k,i)
-    end do
-  end subroutine predict_body
 
   !> Body j at the block time without touching shared data: X, XDOT where
   !> they hold that time (CXVPRED ran, or j is in the block), else its
@@ -61,7 +42,7 @@ contains
   end subroutine predicted_state
 
   !> Irregular step of body i at the block time: xp, vp its predicted
-  !> state (predict_body), firr, fd the irregular force and derivative over
+  !> state (irregular_correct_lanes), firr, fd the irregular force and derivative over
   !> its current list at the predicted positions.  Corrects X0, X0DOT
   !> (T0 = time), sets FI, FIDOT and the new irregular step; for a body not
   !> due a regular step also F, FDOT with the regular force extrapolated to
@@ -136,14 +117,16 @@ contains
     end if
   end subroutine irregular_correct
 
-  !> irregular_correct and predict_body for the members idx(1:m), m <= lanes,
+  !> The prediction (NBODY6's JPRED; F and FDOT are acc/2 and jerk/6) and
+  !> irregular_correct for the members idx(1:m), m <= lanes,
   !> lane by lane in loops the compiler turns into vector code: the scalar
   !> corrector's arithmetic (divisions, square roots, the step choice with
-  !> its branches) held each core some 150-250 ns per step on the H100 box's
+  !> its branches) held each core some 160-310 ns per step on the H100 box's
   !> Xeon, also with the member's data in its cache (session 32).  The same
   !> operations in the same order; a lane whose step is not a power of two, or
   !> whose Makino bound needs pow, goes to irregular_correct instead.
-  !> Returns the predicted state in xp, vp.
+  !> Returns the predicted state in xp, vp, which the caller stores in X, XDOT
+  !> only in blocks with regular bodies: nothing else reads it.
   subroutine irregular_correct_lanes(m, idx, firr, fd, regular_due, xp, vp)
     integer, intent(in) :: m, idx(lanes)
     real(dp), intent(in) :: firr(lanes,3), fd(lanes,3)
@@ -152,7 +135,7 @@ contains
     real(dp), parameter :: ratio10(5) = [0.5_dp, 1.0_dp, 2.0_dp, 10.0_dp, 20.0_dp]**10, margin = 1.0e-9_dp
     real(dp), parameter :: two52 = 2.0_dp**52
     real(dp), dimension(lanes,3) :: x0l, v0l, fl, fdl, fil, fidl, frl, frdl, x0n, v0n, fn, fdn
-    real(dp), dimension(lanes) :: t0l, t0rl, sl, srl, dt, dtsq, rdt, rdt2, ttmp, dt0, dv2, f2, y, t2, &
+    real(dp), dimension(lanes) :: t0l, t0rl, sl, srl, dtsq, rdt, rdt2, ttmp, dt0, dv2, f2, y, t2, &
         stepn, dtr, ff2, fd2, f2d2, f3d2, num, den
     logical, dimension(lanes) :: scalar, pow2
     real(dp) :: s, at3, bt2, sv, df, fdum, d2, d3, q, qt, dvs, cand, up, down, keep, tn, t4, t8, st, sd, d0, sr, s2, smx
@@ -174,7 +157,6 @@ contains
     !$omp simd private(s, c, at3, bt2, sv, df, fdum, d2, d3)
     do l = 1, lanes
       s = time - t0l(l)
-      dt(l) = s
       dtsq(l) = s * s
       rdt(l) = 1.0_dp / s
       rdt2(l) = rdt(l) * rdt(l)

@@ -118,7 +118,7 @@ contains
     call register_prefetch()
   end subroutine state_allocate
 
-  !> What one irregular step of a member reads and writes (predict_body,
+  !> What one irregular step of a member reads and writes (its prediction,
   !> irregular_correct, send_particle, the scheduler's REGDUE and NNB), for
   !> prefetch_body.  X, XDOT, TPRED are left out: only blocks with regular
   !> bodies write them.
