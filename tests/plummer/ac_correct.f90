@@ -125,8 +125,9 @@ contains
   !> Xeon, also with the member's data in its cache (session 32).  The same
   !> operations in the same order; a lane whose step is not a power of two, or
   !> whose Makino bound needs pow, goes to irregular_correct instead.
-  !> Returns the predicted state in xp, vp, which the caller stores in X, XDOT
-  !> only in blocks with regular bodies: nothing else reads it.
+  !> Lanes m+1.. of firr, fd must hold finite values (they are computed, never
+  !> stored).  Returns the predicted state in xp, vp, which the caller stores
+  !> in X, XDOT only in blocks with regular bodies: nothing else reads it.
   subroutine irregular_correct_lanes(m, idx, firr, fd, regular_due, xp, vp)
     integer, intent(in) :: m, idx(lanes)
     real(dp), intent(in) :: firr(lanes,3), fd(lanes,3)

@@ -225,6 +225,11 @@ contains
           nnb_old(k) = nnb(i)
         end if
       end do
+      ! The last chunk's empty lanes are computed too: give them lane 1's force.
+      do l = m + 1, lanes
+        fl(l,:) = fl(1,:)
+        fdl(l,:) = fdl(1,:)
+      end do
       call irregular_correct_lanes(m, idx, fl, fdl, dl, xl, vl)
       do l = 1, m
         k = k0 + l - 1
