@@ -15,6 +15,10 @@ module ac_correct
 
   !> Members per call of irregular_correct_lanes: one AVX-512 vector of doubles.
   integer, parameter, public :: lanes = 8
+  !> makino_bound's step ratios and their tenth powers (exact); the margin
+  !> covers the rounding of pow and of s * y**0.1 many times over.
+  real(dp), parameter :: makino_ratio(5) = [0.5_dp, 1.0_dp, 2.0_dp, 10.0_dp, 20.0_dp], &
+      makino_ratio10(5) = makino_ratio**10, makino_margin = 1.0e-9_dp
 
   real(dp), parameter :: one3 = 1.0_dp / 3.0_dp, one12 = 1.0_dp / 12.0_dp
   integer(int64), parameter :: mantissa_bits = shiftl(1_int64, 52) - 1
@@ -133,15 +137,16 @@ contains
     real(dp), intent(in) :: firr(lanes,3), fd(lanes,3)
     logical, intent(in) :: regular_due(lanes)
     real(dp), intent(out) :: xp(lanes,3), vp(lanes,3)
-    real(dp), parameter :: ratio10(5) = [0.5_dp, 1.0_dp, 2.0_dp, 10.0_dp, 20.0_dp]**10, margin = 1.0e-9_dp
-    real(dp), parameter :: two52 = 2.0_dp**52
+    real(dp), parameter :: ratio10(5) = makino_ratio10, margin = makino_margin, two52 = 2.0_dp**52
     real(dp), dimension(lanes,3) :: x0l, v0l, fl, fdl, fil, fidl, frl, frdl, x0n, v0n, fn, fdn
     real(dp), dimension(lanes) :: t0l, t0rl, sl, srl, dtsq, rdt, rdt2, ttmp, dt0, dv2, f2, y, t2, &
         stepn, dtr, ff2, fd2, f2d2, f3d2, num, den
     logical, dimension(lanes) :: scalar, pow2
+    logical :: smax_pow2
     real(dp) :: s, at3, bt2, sv, df, fdum, d2, d3, q, qt, dvs, cand, up, down, keep, tn, t4, t8, st, sd, d0, sr, s2, smx
     integer :: l, c, i, src
 
+    smax_pow2 = iand(transfer(smax, 0_int64), mantissa_bits) == 0
     ! Gather; lanes past m repeat lane 1 (computed, never stored).
     do l = 1, lanes
       src = merge(l, 1, l <= m)
@@ -151,8 +156,7 @@ contains
         fil(l,c) = fi(c,i); fidl(l,c) = fidot(c,i); frl(l,c) = fr(c,i); frdl(l,c) = frdot(c,i)
       end do
       t0l(l) = t0(i); t0rl(l) = t0r(i); sl(l) = step(i); srl(l) = stepr(i)
-      pow2(l) = sl(l) > 0 .and. iand(transfer(sl(l), 0_int64), mantissa_bits) == 0 .and. &
-          iand(transfer(smax, 0_int64), mantissa_bits) == 0
+      pow2(l) = smax_pow2 .and. sl(l) > 0 .and. iand(transfer(sl(l), 0_int64), mantissa_bits) == 0
     end do
 
     !$omp simd private(s, c, at3, bt2, sv, df, fdum, d2, d3)
@@ -448,10 +452,7 @@ contains
   pure function makino_bound(y, s) result(dtj)
     real(dp), intent(in) :: y, s
     real(dp) :: dtj
-    real(dp), parameter :: ratio(5) = [0.5_dp, 1.0_dp, 2.0_dp, 10.0_dp, 20.0_dp]
-    ! ratio**10 is exact; the margin covers the rounding of pow and of
-    ! s * y**0.1 many times over.
-    real(dp), parameter :: ratio10(5) = ratio**10, margin = 1.0e-9_dp
+    real(dp), parameter :: ratio(5) = makino_ratio, ratio10(5) = makino_ratio10, margin = makino_margin
     integer :: k, below
     below = 0
     if (.not. (y > 0 .and. y < huge(1.0_dp))) then
