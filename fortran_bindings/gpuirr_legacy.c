@@ -27,14 +27,26 @@ static void require_open(const char *routine)
 
 void NB6_F_GPUIRR_OPEN(int *nmax, int *lmax)
 {
+    int min_ni = GPUIRR_DEVICE_DEFAULT;
+    NB6_F_GPUIRR_OPEN_DEVICE(nmax, lmax, &min_ni);
+}
+
+void NB6_F_GPUIRR_OPEN_DEVICE(int *nmax, int *lmax, int *min_ni)
+{
     if (default_handle) {
         fprintf(stderr, "gpuirr: it is already open (capacity kept)\n");
         return;
     }
-    if (gpuirr_open(&default_handle, *nmax, *lmax) != GPUIRR_OK)
+    int on_device;
+    if (gpuirr_open(&default_handle, *nmax, *lmax) != GPUIRR_OK ||
+        gpuirr_use_device(default_handle, *min_ni, &on_device) != GPUIRR_OK)
         stop();
     fprintf(stderr, "Opened GPUIRR library: nb6accel, kernel %s, nmax = %d, lmax = %d\n",
             gpuirr_kernel_name(default_handle), *nmax, *lmax);
+    if (on_device)
+        fprintf(stderr, "GPUIRR: large blocks' irregular force on the GPU (NB6ACCEL_GPUIRR_DEVICE)\n");
+    else
+        fprintf(stderr, "GPUIRR: irregular force on the host only: %s\n", gpuirr_device_note(default_handle));
 }
 
 void NB6_F_GPUIRR_SET_JP(int *addr, double *x0, double *v0, double *f_half, double *fdot_sixth,
@@ -97,14 +109,18 @@ void NB6_F_GPUIRR_CLOSE(void)
         fprintf(stderr, "perf grav  : %f Gflops, %.3e interactions/s, %f usec/call\n",
                 60.0 * st.interactions / st.time_force * 1e-9, st.interactions / st.time_force,
                 1e6 * st.time_force / (double)st.force_calls);
+    if (st.device_calls > 0)
+        fprintf(stderr, "grav GPU   : %lld of %lld calls, %lld of %lld particles, %f sec\n", st.device_calls,
+                st.force_calls, st.device_particles, st.particles_forced, st.time_device);
     if (st.particles_forced > 0)
         fprintf(stderr, "<#NB>      : %f\n", st.interactions / (double)st.particles_forced);
     /* Where a call's time goes besides summing: the team's start-up, and
      * threads that are slow (e.g. sharing a CPU) show as a low busy share. */
-    if (st.force_calls > 0 && st.time_force_thread_held > 0.0)
+    const long long host_calls = st.force_calls - st.device_calls;
+    if (host_calls > 0 && st.time_force_thread_held > 0.0)
         fprintf(stderr, "team grav  : %.1f threads, last one starts %.1f usec into a call, busy %.0f %% of threads x time\n",
-                (double)st.force_team_threads / (double)st.force_calls,
-                1e6 * st.time_force_start_lag / (double)st.force_calls,
+                (double)st.force_team_threads / (double)host_calls,
+                1e6 * st.time_force_start_lag / (double)host_calls,
                 100.0 * st.time_force_thread_busy / st.time_force_thread_held);
     gpuirr_close(default_handle);
     default_handle = NULL;

@@ -30,7 +30,8 @@ extern "C" {
 enum gpuirr_status {
     GPUIRR_OK = 0,
     GPUIRR_EUSAGE = 1,    /* bad argument or call order                         */
-    GPUIRR_ERESOURCE = 2  /* out of memory                                      */
+    GPUIRR_ERESOURCE = 2, /* out of memory                                      */
+    GPUIRR_EDEVICE = 3    /* the GPU (gpuirr_use_device) failed                  */
 };
 
 typedef struct gpuirr gpuirr;
@@ -52,6 +53,11 @@ typedef struct gpuirr_stats {
     double time_force_thread_busy;
     double time_force_thread_held;
     long long force_team_threads;
+    /* Of force_calls, those computed on the GPU (gpuirr_use_device), their
+     * i-particles and their seconds (also in time_force). */
+    long long device_calls;
+    long long device_particles;
+    double time_device;
 } gpuirr_stats;
 
 /* Message of the last failed call in this thread ("" if none). */
@@ -103,6 +109,30 @@ GPUIRR_API int gpuirr_force(gpuirr *g, int ni, const int *addr,
                             double (*acc)[3], double (*jrk)[3]);
 
 GPUIRR_API void gpuirr_get_stats(const gpuirr *g, gpuirr_stats *out);
+
+/* ---- the irregular force of large calls on a GPU --------------------------
+ * In a large block the host's cores sum some 10^6 pairs from scattered
+ * records; one GPU launch does that several times faster.  With this on, the
+ * handle keeps a copy of every record and list on the GPU (a GPUNB handle of
+ * its own, see gpunb_irr_open: each gpuirr_set_particle and gpuirr_set_list
+ * is stored there too), and gpuirr_force computes there, in double, the
+ * calls of a block whose first call has at least min_ni particles.  Every
+ * call between two predict calls goes the same way as the first: NBODY6
+ * takes the difference of two irregular forces of one block (the old and the
+ * new list at a regular step), which must come from the same arithmetic.
+ *
+ * min_ni > 0: use the GPU for such blocks where one is usable (the CUDA
+ * back-end of GPUNB with one GPU; NB6ACCEL_GPUNB=cpu or a build without CUDA
+ * gives none); 0: never.  GPUIRR_DEVICE_DEFAULT: NB6ACCEL_GPUIRR_DEVICE if
+ * set ("off" or 0: never; a number: min_ni), else GPUIRR_DEVICE_MIN_NI.
+ * *on_device (may be NULL) = 1 if the GPU will be used.  Once per handle,
+ * before the first gpuirr_set_particle.  No GPU usable is not an error. */
+enum { GPUIRR_DEVICE_DEFAULT = -1, GPUIRR_DEVICE_MIN_NI = 512 };
+GPUIRR_API int gpuirr_use_device(gpuirr *g, int min_ni, int *on_device);
+
+/* Why the last gpuirr_use_device of this handle left the GPU unused ("" if
+ * it uses one), for the caller's log. */
+GPUIRR_API const char *gpuirr_device_note(const gpuirr *g);
 
 /* ---- host helpers (no handle) -------------------------------------------- */
 

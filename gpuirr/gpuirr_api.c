@@ -26,6 +26,8 @@ void gpuirr_close(gpuirr *g)
 {
     if (!g)
         return;
+    if (g->dev)
+        gpuirr_device_close(g);
     nb6_free(g->x0);
     nb6_free(g->v0);
     nb6_free(g->f_half);
@@ -138,6 +140,11 @@ int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3], const double v0
                                mass, addr);
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_set_particle: t0 = %g of particle %d is not finite", t0, addr);
     }
+    /* (a load first: the flag's line stays shared in every thread's cache) */
+    if (!atomic_load_explicit(&g->any_set, memory_order_relaxed))
+        atomic_store_explicit(&g->any_set, 1, memory_order_relaxed);
+    if (g->dev && (st = gpuirr_device_set_particle(g, addr, x0, v0, f_half, fdot_sixth, mass, t0)))
+        return st;
     if (g->rec) {
         /* One record, both lines written whole (pads 0): the line pair is
          * owned by this call, and the next force reads it as it is. */
@@ -192,6 +199,8 @@ int gpuirr_set_list(gpuirr *g, int addr, int n, const int *members)
                                "(the capacity given to gpuirr_open)",
                                e + 1, addr, j, g->nmax);
     }
+    if (g->dev && (st = gpuirr_device_set_list(g, addr, n, members)))
+        return st;
     int *col = g->lists + (size_t)(addr - 1) * (size_t)g->lmax;
     col[0] = n;
     for (int e = 0; e < n; e++)
@@ -211,6 +220,7 @@ int gpuirr_predict_all(gpuirr *g, int first, int last, double t)
     if (first > last)
         return GPUIRR_OK;
     g->t_pred = t; /* the force predicts (gpuirr_internal.h) */
+    g->dev_block = -1;
     g->stats.particles_predicted += last - first + 1;
     g->stats.time_predict_all += nb6_clock() - t0;
     return GPUIRR_OK;
@@ -231,6 +241,7 @@ int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double t)
         if ((st = check_addr(g, "gpuirr_predict_active", "addr[n]", addr[n])))
             return st;
     g->t_pred = t; /* the force predicts (gpuirr_internal.h) */
+    g->dev_block = -1;
     g->stats.particles_predicted += ni;
     g->stats.time_predict_active += nb6_clock() - t0;
     return GPUIRR_OK;
@@ -262,6 +273,23 @@ int gpuirr_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*
     if (isnan(g->t_pred))
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_force: called before any prediction "
                                           "(gpuirr_predict_all or gpuirr_predict_active gives the time)");
+    /* The block's first call decides for all of its calls (gpuirr.h). */
+    if (g->dev && g->dev_block < 0)
+        g->dev_block = ni >= g->dev_min_ni;
+    if (g->dev && g->dev_block) {
+        double pairs;
+        if ((st = gpuirr_device_force(g, ni, addr, acc, jrk, &pairs)))
+            return st;
+        const double call = nb6_clock() - t0;
+        g->stats.force_calls++;
+        g->stats.particles_forced += ni;
+        g->stats.interactions += pairs;
+        g->stats.time_force += call;
+        g->stats.device_calls++;
+        g->stats.device_particles += ni;
+        g->stats.time_device += call;
+        return GPUIRR_OK;
+    }
     gpuirr_team team = {0.0, 0.0, 0};
     double interactions = g->kernel->force(g, ni, addr, acc, jrk, &team);
     g->stats.force_calls++;

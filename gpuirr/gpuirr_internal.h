@@ -7,6 +7,8 @@
 #include "gpuirr.h"
 #include "nb6_common.h"
 
+#include <stdatomic.h>
+
 /* Slot s = addr - 1 holds particle addr.
  *
  * Prediction is lazy: the predict calls only record the time, and the force
@@ -43,6 +45,17 @@ struct gpuirr {
 
     const struct gpuirr_kernel *kernel;
     gpuirr_stats stats;
+
+    /* gpuirr_use_device (gpuirr_device.c): the GPU's copy of the records
+     * and lists, a GPUNB handle whose j-particle addr is particle addr (j = 0
+     * unused), NULL if none; the smallest block that goes there; where the
+     * calls since the last predict call go (-1 not decided yet, 0 the host,
+     * 1 the GPU); why none is used.  any_set: a particle was set (after
+     * that, gpuirr_use_device is too late: the copy would lack it). */
+    struct gpunb *dev;
+    int dev_min_ni, dev_block, dev_asked;
+    atomic_int any_set;
+    char dev_note[NB6_ERRMSG_LEN];
 };
 
 /* How one force call's thread team ran (gpuirr_stats sums these). */
@@ -89,5 +102,16 @@ NB6_INTERNAL extern const gpuirr_kernel gpuirr_kernel_avx2;
 NB6_INTERNAL extern const gpuirr_kernel gpuirr_kernel_avx512;
 
 NB6_INTERNAL int gpuirr_fail(int status, const char *fmt, ...) NB6_PRINTF(2, 3);
+
+/* The GPU's copy (gpuirr_device.c), for gpuirr_api.c: a set record or list
+ * stored there too, a force computed there (returns its pairs), the copy
+ * freed.  Called only where g->dev is not NULL, arguments checked. */
+NB6_INTERNAL int gpuirr_device_set_particle(gpuirr *g, int addr, const double x0[3], const double v0[3],
+                                            const double f_half[3], const double fdot_sixth[3], double mass,
+                                            double t0);
+NB6_INTERNAL int gpuirr_device_set_list(gpuirr *g, int addr, int n, const int *members);
+NB6_INTERNAL int gpuirr_device_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*jrk)[3],
+                                     double *pairs);
+NB6_INTERNAL void gpuirr_device_close(gpuirr *g);
 
 #endif

@@ -2,7 +2,10 @@
  * FIRR/CLOSE through the legacy symbols, against a double-precision
  * prediction and sum computed here.  Records carry NBODY6's F = acc/2 and
  * FDOT = jerk/6; lists are 1-based absolute indices; output row n belongs to
- * addr(n); an empty list gives exactly zero; a coincident member adds 0. */
+ * addr(n); an empty list gives exactly zero; a coincident member adds 0.
+ * Also gpuirr_use_device's argument and call-order checks (its GPU path:
+ * tests/gpu/test_gpuirr_device.c). */
+#include "gpuirr.h"
 #include "nb6accel_legacy.h"
 #include "testlib.h"
 
@@ -51,22 +54,13 @@ static void reference(int a, double t, double acc[3], double jrk[3], double *asc
     *ascale = *jscale = 0.0;
     for (int e = 1; e <= col[0]; e++) {
         int j = col[e];
-        double xj[3], vj[3], dx[3], dv[3];
+        double xj[3], vj[3], vv, m = rec[j - 1].m;
         predict(&rec[j - 1], t, xj, vj);
-        for (int k = 0; k < 3; k++) {
-            dx[k] = xj[k] - xi[k];
-            dv[k] = vj[k] - vi[k];
-        }
-        double r2 = dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2];
+        double r2 = tl_pair_add(xi, vi, xj, vj, m, acc, jrk, &vv);
         if (r2 == 0.0)
             continue;
-        double r = sqrt(r2), m = rec[j - 1].m, rv = dx[0] * dv[0] + dx[1] * dv[1] + dx[2] * dv[2];
-        double vv = sqrt(dv[0] * dv[0] + dv[1] * dv[1] + dv[2] * dv[2]);
+        double r = sqrt(r2);
         double weight = (r + di + displacement(&rec[j - 1], xj)) / r;
-        for (int k = 0; k < 3; k++) {
-            acc[k] += m * dx[k] / (r2 * r);
-            jrk[k] += m * (dv[k] / (r2 * r) - 3.0 * rv * dx[k] / (r2 * r2 * r));
-        }
         *ascale += weight * m / r2;
         *jscale += weight * 4.0 * m * vv / (r2 * r);
     }
@@ -146,6 +140,41 @@ static void check_forces(int ni, int *addr, double t, const char *label)
     free(jrk);
 }
 
+/* gpuirr_use_device: bad arguments and calls out of order are errors that
+ * name them; "off" is not an error and says so. */
+static void device_arguments(void)
+{
+    gpuirr *g = NULL, *late = NULL;
+    int on = -1;
+    const double z[3] = {0.5, 0.25, 0.125};
+    TL_CHECK(gpuirr_use_device(NULL, 512, &on) == GPUIRR_EUSAGE && on == 0 &&
+                 strstr(gpuirr_last_error(), "before gpuirr_open"),
+             "use_device(NULL): %s", gpuirr_last_error());
+    TL_CHECK(gpuirr_open(&g, 100, 20) == GPUIRR_OK, "gpuirr_open: %s", gpuirr_last_error());
+    TL_CHECK(gpuirr_use_device(g, -5, &on) == GPUIRR_EUSAGE && strstr(gpuirr_last_error(), "min_ni = -5"),
+             "use_device(min_ni = -5): %s", gpuirr_last_error());
+    setenv("NB6ACCEL_GPUIRR_DEVICE", "12abc", 1);
+    TL_CHECK(gpuirr_use_device(g, GPUIRR_DEVICE_DEFAULT, &on) == GPUIRR_EUSAGE &&
+                 strstr(gpuirr_last_error(), "NB6ACCEL_GPUIRR_DEVICE=\"12abc\""),
+             "NB6ACCEL_GPUIRR_DEVICE=12abc: %s", gpuirr_last_error());
+    setenv("NB6ACCEL_GPUIRR_DEVICE", "off", 1);
+    on = -1;
+    TL_CHECK(gpuirr_use_device(g, GPUIRR_DEVICE_DEFAULT, &on) == GPUIRR_OK && on == 0 &&
+                 strstr(gpuirr_device_note(g), "off"),
+             "NB6ACCEL_GPUIRR_DEVICE=off: on = %d, note \"%s\"", on, gpuirr_device_note(g));
+    unsetenv("NB6ACCEL_GPUIRR_DEVICE");
+    TL_CHECK(gpuirr_use_device(g, 512, &on) == GPUIRR_EUSAGE && strstr(gpuirr_last_error(), "twice"),
+             "use_device twice: %s", gpuirr_last_error());
+    TL_CHECK(gpuirr_open(&late, 100, 20) == GPUIRR_OK && gpuirr_set_particle(late, 7, z, z, z, z, 1.0, 0.0) == GPUIRR_OK,
+             "gpuirr_open / set_particle: %s", gpuirr_last_error());
+    TL_CHECK(gpuirr_use_device(late, 512, &on) == GPUIRR_EUSAGE &&
+                 strstr(gpuirr_last_error(), "after gpuirr_set_particle"),
+             "use_device after set_particle: %s", gpuirr_last_error());
+    gpuirr_close(late);
+    gpuirr_close(g);
+    printf("  %-44s checked\n", "gpuirr_use_device's errors");
+}
+
 int main(void)
 {
     tl_cluster c;
@@ -153,6 +182,7 @@ int main(void)
     int last = n + first - 1;
     double t = 0.003;
     tl_seed_from_env();
+    device_arguments();
     tl_cluster_make(&c, n, 0, -2.5, 0.3);
     nmax = last + 50;
     lmax = 160;

@@ -276,3 +276,23 @@ void tl_predict(const double x0[3], const double v0[3], const double fh[3], cons
         v[k] = v0[k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
     }
 }
+
+double tl_pair_add(const double xi[3], const double vi[3], const double xj[3], const double vj[3], double m,
+                   double acc[3], double jrk[3], double *dvabs)
+{
+    double dx[3], dv[3];
+    for (int k = 0; k < 3; k++) {
+        dx[k] = xj[k] - xi[k];
+        dv[k] = vj[k] - vi[k];
+    }
+    const double r2 = dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2];
+    *dvabs = sqrt(dv[0] * dv[0] + dv[1] * dv[1] + dv[2] * dv[2]);
+    if (r2 == 0.0)
+        return 0.0;
+    const double r3 = r2 * sqrt(r2), rv = dx[0] * dv[0] + dx[1] * dv[1] + dx[2] * dv[2];
+    for (int k = 0; k < 3; k++) {
+        acc[k] += m * dx[k] / r3;
+        jrk[k] += m * (dv[k] / r3 - 3.0 * rv * dx[k] / (r2 * r3));
+    }
+    return r2;
+}

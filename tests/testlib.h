@@ -49,6 +49,12 @@ void tl_permute_rows(double *a, int rows, int width, const int *perm);
 void tl_predict(const double x0[3], const double v0[3], const double fh[3], const double fd[3], double dt,
                 double x[3], double v[3]);
 
+/* The term of j (mass m) on i in double, full acceleration and jerk (G = 1,
+ * dx = x_j - x_i), added to acc and jrk; returns r^2 (0: a coincident pair,
+ * nothing added) and sets *dvabs = |v_j - v_i|. */
+double tl_pair_add(const double xi[3], const double vi[3], const double xj[3], const double vj[3], double m,
+                   double acc[3], double jrk[3], double *dvabs);
+
 /* ---- checks -------------------------------------------------------------- */
 /* |a - b| / |b| for 3-vectors; |a - b| / floor when |b| < floor; 0 when a == b. */
 double tl_relerr3(const double a[3], const double b[3], double floor);

@@ -38,7 +38,7 @@ contains
 
   !> Open both libraries for n bodies, lists of up to nbmax - 1 members.
   subroutine forces_open()
-    integer(c_int) :: cap, nn, lm
+    integer(c_int) :: cap, nn, lm, mn
     allocate(h2i(nimax), dtr(nimax), xi(3,nimax), vi(3,nimax), gacc(3,nimax), gjrk(3,nimax))
     allocate(gpot(nimax), gf(3,nimax), gfd(3,nimax), listgp(lmax,nimax))
     allocate(h2r(nimax), dtrr(nimax), xr(3,nimax), vr(3,nimax), ar(3,nimax), jr(3,nimax))
@@ -49,8 +49,15 @@ contains
     call gpunb_open(cap)
     nn = n + 100
     lm = lmax
-    call gpuirr_open(nn, lm)
-    if (gpu_irr_min > 0) call gpunb_irr_open(lm)
+    if (gpu_irr_min > 0) then
+      ! The driver's own GPU irregular force (GPUNB's) takes the large
+      ! blocks: GPUIRR's copy on the GPU would only cost a second store.
+      mn = 0
+      call gpuirr_open_device(nn, lm, mn)
+      call gpunb_irr_open(lm)
+    else
+      call gpuirr_open(nn, lm)
+    end if
   end subroutine forces_open
 
   !> Whether GPUNB_FIRR_START computes on the GPU (after forces_open with
