@@ -247,6 +247,20 @@ if [ -n "${AB_RESIDENT:-}" ]; then
         log "resident build FAILED (build-nbody6-resident.log)"
     fi
 fi
+# AB_ENV=N:cap:rounds:VAR=value: the plain build alternately without and
+# with VAR=value in the environment (e.g. NB6ACCEL_GPUIRR_DEVICE=off),
+# `rounds` times each at N.
+if [ -n "${AB_ENV:-}" ]; then
+    IFS=: read -r ab_n ab_cap ab_rounds ab_set <<< "$AB_ENV"
+    for r in $(seq "${ab_rounds:-2}"); do
+        plummer "ab-env-unset-$r" "$ab_n" cuda "$ab_cap"
+        env_saved=$(env | grep "^${ab_set%%=*}=" || true)
+        export "${ab_set?}"
+        plummer "ab-env-set-$r" "$ab_n" cuda "$ab_cap"
+        unset "${ab_set%%=*}"
+        [ -n "$env_saved" ] && export "${env_saved?}"
+    done
+fi
 run_list "${RUNS:-64k-gpu:65536:cuda:150 128k-gpu:131072:cuda:240 16k-cpu:16384:cpu:120}"
 
 # RESIDENT_RUNS (same form as RUNS): the same runs with NBODY6 built with
