@@ -110,8 +110,9 @@ void NB6_F_GPUIRR_CLOSE(void)
                 60.0 * st.interactions / st.time_force * 1e-9, st.interactions / st.time_force,
                 1e6 * st.time_force / (double)st.force_calls);
     if (st.device_calls > 0)
-        fprintf(stderr, "grav GPU   : %lld of %lld calls, %lld of %lld particles, %f sec\n", st.device_calls,
-                st.force_calls, st.device_particles, st.particles_forced, st.time_device);
+        fprintf(stderr, "grav GPU   : %lld of %lld calls, %lld of %lld particles, %f sec; %lld early copies\n",
+                st.device_calls, st.force_calls, st.device_particles, st.particles_forced, st.time_device,
+                st.device_pushes);
     if (st.particles_forced > 0)
         fprintf(stderr, "<#NB>      : %f\n", st.interactions / (double)st.particles_forced);
     /* Where a call's time goes besides summing: the team's start-up, and

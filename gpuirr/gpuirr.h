@@ -58,6 +58,9 @@ typedef struct gpuirr_stats {
     long long device_calls;
     long long device_particles;
     double time_device;
+    /* Copies to the GPU started early, at the first call of a host block
+     * after many particles were set (see gpuirr_use_device). */
+    long long device_pushes;
 } gpuirr_stats;
 
 /* Message of the last failed call in this thread ("" if none). */
@@ -120,6 +123,13 @@ GPUIRR_API void gpuirr_get_stats(const gpuirr *g, gpuirr_stats *out);
  * call between two predict calls goes the same way as the first: NBODY6
  * takes the difference of two irregular forces of one block (the old and the
  * new list at a regular step), which must come from the same arithmetic.
+ * The GPU reads the records set since its last block at its next one; where
+ * a block goes to the host after some GPUIRR_DEVICE_PUSH_MIN particles were
+ * set (the members of a large block, set after its force), the handle
+ * starts that copy at the host block's first call, so that it runs while
+ * the host computes instead of delaying the next GPU block (starting it
+ * costs the caller some 20 us, the GPU's reading about 5 ns per record:
+ * worth it from some 4000 records, NBODY6 at 64k on the H100 box).
  *
  * min_ni > 0: use the GPU for such blocks where one is usable (the CUDA
  * back-end of GPUNB with one GPU; NB6ACCEL_GPUNB=cpu or a build without CUDA
@@ -127,7 +137,7 @@ GPUIRR_API void gpuirr_get_stats(const gpuirr *g, gpuirr_stats *out);
  * set ("off" or 0: never; a number: min_ni), else GPUIRR_DEVICE_MIN_NI.
  * *on_device (may be NULL) = 1 if the GPU will be used.  Once per handle,
  * before the first gpuirr_set_particle.  No GPU usable is not an error. */
-enum { GPUIRR_DEVICE_DEFAULT = -1, GPUIRR_DEVICE_MIN_NI = 512 };
+enum { GPUIRR_DEVICE_DEFAULT = -1, GPUIRR_DEVICE_MIN_NI = 512, GPUIRR_DEVICE_PUSH_MIN = 4096 };
 GPUIRR_API int gpuirr_use_device(gpuirr *g, int min_ni, int *on_device);
 
 /* Why the last gpuirr_use_device of this handle left the GPU unused ("" if

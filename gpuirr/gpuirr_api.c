@@ -274,8 +274,19 @@ int gpuirr_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*
         return gpuirr_fail(GPUIRR_EUSAGE, "gpuirr_force: called before any prediction "
                                           "(gpuirr_predict_all or gpuirr_predict_active gives the time)");
     /* The block's first call decides for all of its calls (gpuirr.h). */
-    if (g->dev && g->dev_block < 0)
+    if (g->dev && g->dev_block < 0) {
         g->dev_block = ni >= g->dev_min_ni;
+        g->dev_unsent += g->dev_last_ni;
+        g->dev_last_ni = ni;
+        if (g->dev_block) {
+            g->dev_unsent = 0; /* the GPU takes every change now */
+        } else if (g->dev_unsent >= GPUIRR_DEVICE_PUSH_MIN) {
+            if ((st = gpuirr_device_push(g)))
+                return st;
+            g->dev_unsent = 0;
+            g->stats.device_pushes++;
+        }
+    }
     if (g->dev && g->dev_block) {
         double pairs;
         if ((st = gpuirr_device_force(g, ni, addr, acc, jrk, &pairs)))

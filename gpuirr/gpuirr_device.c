@@ -110,6 +110,7 @@ int gpuirr_use_device(gpuirr *g, int min_ni, int *on_device)
         return st;
     g->dev_min_ni = min_ni;
     g->dev_block = -1;
+    g->dev_unsent = g->nmax; /* every particle may be set before the first block */
     g->dev_note[0] = '\0';
     if (on_device)
         *on_device = 1;
@@ -143,6 +144,14 @@ int gpuirr_device_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], do
         return gpuirr_fail(GPUIRR_EDEVICE, "gpuirr_force: %d particles on the GPU: %s", ni, gpunb_last_error());
     gpunb_get_stats(g->dev, &after);
     *pairs = after.irr_pairs - before.irr_pairs;
+    return GPUIRR_OK;
+}
+
+int gpuirr_device_push(gpuirr *g)
+{
+    if (gpunb_push(g->dev) != GPUNB_OK)
+        return gpuirr_fail(GPUIRR_EDEVICE, "gpuirr_force: copying the changed particles to the GPU: %s",
+                           gpunb_last_error());
     return GPUIRR_OK;
 }
 

@@ -51,9 +51,14 @@ struct gpuirr {
      * unused), NULL if none; the smallest block that goes there; where the
      * calls since the last predict call go (-1 not decided yet, 0 the host,
      * 1 the GPU); why none is used.  any_set: a particle was set (after
-     * that, gpuirr_use_device is too late: the copy would lack it). */
+     * that, gpuirr_use_device is too late: the copy would lack it).
+     * dev_last_ni: the first call's ni of the last block (its members are
+     * set after it); dev_unsent: about how many particles were set since
+     * the GPU last took the changes (block sizes, not a count of the set
+     * calls: those come from every thread at once). */
     struct gpunb *dev;
-    int dev_min_ni, dev_block, dev_asked;
+    int dev_min_ni, dev_block, dev_asked, dev_last_ni;
+    long long dev_unsent;
     atomic_int any_set;
     char dev_note[NB6_ERRMSG_LEN];
 };
@@ -104,14 +109,17 @@ NB6_INTERNAL extern const gpuirr_kernel gpuirr_kernel_avx512;
 NB6_INTERNAL int gpuirr_fail(int status, const char *fmt, ...) NB6_PRINTF(2, 3);
 
 /* The GPU's copy (gpuirr_device.c), for gpuirr_api.c: a set record or list
- * stored there too, a force computed there (returns its pairs), the copy
- * freed.  Called only where g->dev is not NULL, arguments checked. */
+ * stored there too, a force computed there (returns its pairs), an early
+ * copy started, the copy freed.  Called only where g->dev is not NULL,
+ * arguments checked. */
 NB6_INTERNAL int gpuirr_device_set_particle(gpuirr *g, int addr, const double x0[3], const double v0[3],
                                             const double f_half[3], const double fdot_sixth[3], double mass,
                                             double t0);
 NB6_INTERNAL int gpuirr_device_set_list(gpuirr *g, int addr, int n, const int *members);
 NB6_INTERNAL int gpuirr_device_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*jrk)[3],
                                      double *pairs);
+/* Start copying what changed since the GPU last took it (gpunb_push). */
+NB6_INTERNAL int gpuirr_device_push(gpuirr *g);
 NB6_INTERNAL void gpuirr_device_close(gpuirr *g);
 
 #endif

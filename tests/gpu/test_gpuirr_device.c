@@ -6,7 +6,8 @@
  * 1e-10 of the sum of the terms' magnitudes: float would give 1e-7), every later call of that block
  * too however small, and every call of a block whose first call is small on
  * the host (bit for bit what a handle without the GPU gives).  Records and
- * lists changed between blocks reach the GPU.  Without a usable GPU:
+ * lists changed between blocks reach the GPU, also those set while a copy
+ * started early by a host block runs.  Without a usable GPU:
  * "SKIP: ...", exit 77 (the calls' argument checks are in tests/test_gpuirr.c). */
 #include "config.h"
 #include "gpuirr.h"
@@ -93,6 +94,30 @@ static long long device_calls(void)
     return s.device_calls;
 }
 
+/* Corrected records of addr[0..count-1] at epoch t0, set from a team
+ * (NBODY6's loop 60). */
+static void correct(int count, const int *addr, double t0)
+{
+    for (int k = 0; k < count; k++) {
+        record *r = &rec[addr[k] - 1];
+        for (int d = 0; d < 3; d++) {
+            r->x0[d] += 1e-3 * tl_normal();
+            r->v0[d] += 1e-2 * tl_normal();
+            r->f[d] = 0.5 * tl_normal();
+        }
+        r->t0 = t0;
+    }
+#pragma omp parallel for
+    for (int k = 0; k < count; k++)
+        set_record(addr[k]);
+}
+
+static void predict_both(double t)
+{
+    TL_CHECK(gpuirr_predict_all(host, first, last, t) == GPUIRR_OK && gpuirr_predict_all(dev, first, last, t) == GPUIRR_OK,
+             "predict_all: %s", gpuirr_last_error());
+}
+
 /* One call on both handles; where = 1: dev must have used the GPU (checked
  * against the reference at t), 0: the host (bit for bit the host handle). */
 static void call(int ni, const int *addr, double t, int where, const char *label)
@@ -135,7 +160,7 @@ static void call(int ni, const int *addr, double t, int where, const char *label
 int main(void)
 {
     tl_cluster c;
-    const int n = 3000;
+    const int n = 5000; /* at least GPUIRR_DEVICE_PUSH_MIN (checked below) */
     int on = 0;
     tl_seed_from_env();
     first = 11;
@@ -188,16 +213,14 @@ int main(void)
         all[s] = tmp;
     }
     double t = 0.002;
-    TL_CHECK(gpuirr_predict_all(host, first, last, t) == GPUIRR_OK && gpuirr_predict_all(dev, first, last, t) == GPUIRR_OK,
-             "predict_all: %s", gpuirr_last_error());
+    predict_both(t);
     call(n, all, t, 1, "a block of all, shuffled");
     call(5, all + 100, t, 1, "five more of that block: still the GPU");
     call(MIN_NI, all + 200, t, 1, "and the block's last call");
 
     /* The next block starts small: all of its calls on the host. */
     t += 0.001;
-    TL_CHECK(gpuirr_predict_all(host, first, last, t) == GPUIRR_OK && gpuirr_predict_all(dev, first, last, t) == GPUIRR_OK,
-             "predict_all: %s", gpuirr_last_error());
+    predict_both(t);
     call(MIN_NI - 1, all, t, 0, "a block whose first call is small");
     call(n, all, t, 0, "a large call of that block: still the host");
     t += 0.0005;
@@ -209,20 +232,8 @@ int main(void)
     /* Corrected records at a new epoch and new lists of a regular block,
      * set from a team between the block's calls, as NBODY6 does. */
     t += 0.00025;
-    for (int k = 0; k < 400; k++) {
-        record *r = &rec[all[k] - 1];
-        for (int d = 0; d < 3; d++) {
-            r->x0[d] += 1e-3 * tl_normal();
-            r->v0[d] += 1e-2 * tl_normal();
-            r->f[d] = 0.5 * tl_normal();
-        }
-        r->t0 = t - 0.00025;
-    }
-#pragma omp parallel for
-    for (int k = 0; k < 400; k++)
-        set_record(all[k]);
-    TL_CHECK(gpuirr_predict_all(host, first, last, t) == GPUIRR_OK && gpuirr_predict_all(dev, first, last, t) == GPUIRR_OK,
-             "predict_all: %s", gpuirr_last_error());
+    correct(400, all, t - 0.00025);
+    predict_both(t);
     call(400, all, t, 1, "changed records, old lists");
     for (int k = 0; k < 400; k++)
         random_list(all[k], tl_int(1, lmax - 2));
@@ -231,10 +242,35 @@ int main(void)
         set_list(all[k]);
     call(400, all, t, 1, "the same block's new lists");
 
+    /* A large block's members set after its force (NBODY6's loop 60), then
+     * a block that goes to the host: there the changes start on their way
+     * to the GPU (gpuirr.h); records set again while that copy may still
+     * run reach the GPU all the same by its next block. */
+    TL_CHECK(n >= GPUIRR_DEVICE_PUSH_MIN, "the test's %d particles start no early copy (GPUIRR_DEVICE_PUSH_MIN %d)", n,
+             (int)GPUIRR_DEVICE_PUSH_MIN);
+    t += 0.00025;
+    predict_both(t);
+    call(n, all, t, 1, "a block of all again");
+    correct(n, all, t);
+    t += 0.000125;
+    predict_both(t);
     gpuirr_stats s;
     gpuirr_get_stats(dev, &s);
-    TL_CHECK(s.device_calls == 5 && s.force_calls == 8, "statistics: %lld of %lld calls on the GPU, expected 5 of 8",
-             s.device_calls, s.force_calls);
+    const long long pushes = s.device_pushes;
+    call(MIN_NI - 1, all + 7, t, 0, "then a small block (its changes sent early)");
+    gpuirr_get_stats(dev, &s);
+    TL_CHECK(s.device_pushes == pushes + 1, "the small block after %d were set started %lld early copies, expected 1",
+             n, s.device_pushes - pushes);
+    correct(500, all + 1000, t);
+    t += 0.000125;
+    predict_both(t);
+    call(n, all, t, 1, "and a large one (500 set again meanwhile)");
+
+    gpuirr_get_stats(dev, &s);
+    TL_CHECK(s.device_calls == 7 && s.force_calls == 11,
+             "statistics: %lld of %lld calls on the GPU, expected 7 of 11", s.device_calls, s.force_calls);
+    TL_CHECK(s.device_pushes == 2, "statistics: %lld early copies, expected 2 (after the two blocks of all)",
+             s.device_pushes);
     printf("GPU: %lld calls, %lld particles, %.3f ms\n", s.device_calls, s.device_particles, 1e3 * s.time_device);
     gpuirr_close(dev);
     gpuirr_close(host);
