@@ -261,6 +261,22 @@ if [ -n "${AB_ENV:-}" ]; then
         [ -n "$env_saved" ] && export "${env_saved?}"
     done
 fi
+# AB_BINARY=dir:N:cap:rounds: the plain build alternately with the NBODY6
+# built in dir (dir/bin/nbody6; e.g. an older nb6accel tree's, built by
+# running this script from that tree with RUNS=" " POLICIES=" " first: its
+# NBODY6 links that tree's libraries by rpath), `rounds` times each at N.
+if [ -n "${AB_BINARY:-}" ]; then
+    IFS=: read -r ab_dir ab_n ab_cap ab_rounds <<< "$AB_BINARY"
+    if [ -x "$ab_dir/bin/nbody6" ]; then
+        nb_plain=$nb
+        for r in $(seq "${ab_rounds:-2}"); do
+            nb=$ab_dir; plummer "ab-other-$r" "$ab_n" cuda "$ab_cap"
+            nb=$nb_plain; plummer "ab-this-$r" "$ab_n" cuda "$ab_cap"
+        done
+    else
+        log "AB_BINARY: no $ab_dir/bin/nbody6"
+    fi
+fi
 run_list "${RUNS:-64k-gpu:65536:cuda:150 128k-gpu:131072:cuda:240 16k-cpu:16384:cpu:120}"
 
 # RESIDENT_RUNS (same form as RUNS): the same runs with NBODY6 built with
