@@ -128,7 +128,7 @@ GPUIRR_API void gpuirr_get_stats(const gpuirr *g, gpuirr_stats *out);
  * set (the members of a large block, set after its force), the handle
  * starts that copy at the host block's first call, so that it runs while
  * the host computes instead of delaying the next GPU block (starting it
- * costs the caller some 20 us, the GPU's reading about 5 ns per record:
+ * costs the caller some 20-30 us, the GPU's reading about 5 ns per record:
  * worth it from some 4000 records, NBODY6 at 64k on the H100 box).
  *
  * min_ni > 0: use the GPU for such blocks where one is usable (the CUDA
