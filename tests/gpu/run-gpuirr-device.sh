@@ -8,8 +8,10 @@
 # (NB6ACCEL_GPUIRR_DEVICE=off), NBODY6_ROUNDS times alternately
 # (nbody6_patch/run-on-device.sh AB_ENV; set NBODY6_ROUNDS=0 for none), or,
 # with OLD_TREE=dir (a bootstrapped source tree of an earlier commit, e.g.
-# `git archive` of it plus ./bootstrap, carried), alternately with NBODY6
-# built against that tree's libraries (AB_BINARY) to judge a change of code.
+# `git archive` of it plus ./bootstrap; the device tool carries 8 paths at
+# most, so pack it into .devtools as a tarball and unpack it first),
+# alternately with NBODY6 built against that tree's libraries (AB_BINARY),
+# to judge a change of code.
 # Usage, from the repository root on the GPU machine (carry .devtools .nbody6
 # configure Makefile.in aclocal.m4 config.h.in build-aux m4):
 #   OUT=$OUT bash tests/gpu/run-gpuirr-device.sh
