@@ -219,13 +219,7 @@ int main(void)
     {
         /* Every particle, in a shuffled order (row n must follow addr(n)). */
         int *addr = malloc(sizeof(int) * (size_t)n);
-        for (int k = 0; k < n; k++)
-            addr[k] = first + k;
-        for (int k = n - 1; k > 0; k--) {
-            int s = tl_int(0, k), tmp = addr[k];
-            addr[k] = addr[s];
-            addr[s] = tmp;
-        }
+        tl_shuffled_range(addr, n, first);
         check_forces(n, addr, t, "PRED_ALL + FIRR_VEC, shuffled addresses");
         free(addr);
     }

@@ -57,6 +57,17 @@ double tl_normal(void)
 
 int tl_int(int lo, int hi) { return lo + (int)(tl_uniform() * (double)(hi - lo + 1)); }
 
+void tl_shuffled_range(int *out, int n, int first)
+{
+    for (int k = 0; k < n; k++)
+        out[k] = first + k;
+    for (int k = n - 1; k > 0; k--) {
+        int s = tl_int(0, k), tmp = out[k];
+        out[k] = out[s];
+        out[s] = tmp;
+    }
+}
+
 static void random_direction(double r, double out[3])
 {
     double z = 2.0 * tl_uniform() - 1.0, phi = 2.0 * M_PI * tl_uniform();

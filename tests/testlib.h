@@ -13,6 +13,8 @@ uint64_t tl_seed(void);
 double tl_uniform(void);            /* [0,1) */
 double tl_normal(void);
 int tl_int(int lo, int hi);         /* lo..hi inclusive */
+/* out[0..n-1] = first..first+n-1 in a random order (Fisher-Yates). */
+void tl_shuffled_range(int *out, int n, int first);
 
 /* ---- particle sets ---------------------------------------------------------
  * A Plummer sphere in N-body units, shifted by `offset` from the origin, with

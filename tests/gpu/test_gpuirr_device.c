@@ -205,13 +205,7 @@ int main(void)
     }
 
     int *all = malloc(sizeof(int) * (size_t)n);
-    for (int k = 0; k < n; k++)
-        all[k] = first + k;
-    for (int k = n - 1; k > 0; k--) {
-        int s = tl_int(0, k), tmp = all[k];
-        all[k] = all[s];
-        all[s] = tmp;
-    }
+    tl_shuffled_range(all, n, first);
     double t = 0.002;
     predict_both(t);
     call(n, all, t, 1, "a block of all, shuffled");
