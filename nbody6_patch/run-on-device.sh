@@ -160,6 +160,9 @@ plummer() {
     if [ -n "$pid" ]; then
         sleep 3
         log "$name: $(thread_cpu_share "$pid" 2)"
+        log "$name: $(awk '/^Rss:/ { r = $2 } /^AnonHugePages:/ { h = $2 }
+                          END { printf "resident %d MiB, of it on huge pages %d MiB", r / 1024, h / 1024 }' \
+                          "/proc/$pid/smaps_rollup" 2>/dev/null)"
         log "$name: busiest processes: $(ps -eo pcpu=,comm= --sort=-pcpu 2>/dev/null | head -n 5 | awk '{ printf "%s %s%%; ", $2, $1 }')"
         [ -n "${PERF_RUN:-}" ] && [ "$name" = "$PERF_RUN" ] && perf_sample "$name" "$pid" &
     fi
@@ -249,14 +252,14 @@ if [ -n "${AB_RESIDENT:-}" ]; then
 fi
 # AB_ENV=N:cap:rounds:VAR=value: the plain build alternately without and
 # with VAR=value in the environment (e.g. NB6ACCEL_GPUIRR_DEVICE=off),
-# `rounds` times each at N.
+# `rounds` times each at N, on the GPUNB back-end AB_BACKEND (default cuda).
 if [ -n "${AB_ENV:-}" ]; then
     IFS=: read -r ab_n ab_cap ab_rounds ab_set <<< "$AB_ENV"
     for r in $(seq "${ab_rounds:-2}"); do
-        plummer "ab-env-unset-$r" "$ab_n" cuda "$ab_cap"
+        plummer "ab-env-unset-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
         env_saved=$(env | grep "^${ab_set%%=*}=" || true)
         export "${ab_set?}"
-        plummer "ab-env-set-$r" "$ab_n" cuda "$ab_cap"
+        plummer "ab-env-set-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
         unset "${ab_set%%=*}"
         [ -n "$env_saved" ] && export "${env_saved?}"
     done
@@ -264,14 +267,15 @@ fi
 # AB_BINARY=dir:N:cap:rounds: the plain build alternately with the NBODY6
 # built in dir (dir/bin/nbody6; e.g. an older nb6accel tree's, built by
 # running this script from that tree with RUNS=" " POLICIES=" " first: its
-# NBODY6 links that tree's libraries by rpath), `rounds` times each at N.
+# NBODY6 links that tree's libraries by rpath), `rounds` times each at N,
+# on the GPUNB back-end AB_BACKEND (default cuda).
 if [ -n "${AB_BINARY:-}" ]; then
     IFS=: read -r ab_dir ab_n ab_cap ab_rounds <<< "$AB_BINARY"
     if [ -x "$ab_dir/bin/nbody6" ]; then
         nb_plain=$nb
         for r in $(seq "${ab_rounds:-2}"); do
-            nb=$ab_dir; plummer "ab-other-$r" "$ab_n" cuda "$ab_cap"
-            nb=$nb_plain; plummer "ab-this-$r" "$ab_n" cuda "$ab_cap"
+            nb=$ab_dir; plummer "ab-other-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
+            nb=$nb_plain; plummer "ab-this-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
         done
     else
         log "AB_BINARY: no $ab_dir/bin/nbody6"
