@@ -15,6 +15,12 @@
 # |DE| <= 1E-05, and its total step count (NSTEPI at T = 2) within 1 % of the
 # first case's: the resident j-set must give the regular forces of the
 # original path (on the CPU back-end the two runs are in fact identical).
+#
+# Third case: the resident build on one thread against two.  The patch runs
+# NBODY6's serial loops over LISTQ and a block's members on the OpenMP team
+# (a parallel compaction in order, minima, copies); with one thread they run
+# as a team of one.  Every sum of the libraries' CPU back-ends and of NBODY6
+# is per body, so the two runs must print the same steps and energies.
 set -eu
 
 if [ -z "${NBODY6_DIR:-}" ]; then
@@ -66,8 +72,8 @@ if ! "$here/build-nbody6" --nbody6 "$NBODY6_DIR" --builddir "$builddir" --out "$
     echo "FAIL: build-nbody6 --resident failed (log: $work/build-resident/build.log)"
     exit 1
 fi
-if ! NB6ACCEL_GPUNB=cpu "$here/run-plummer" --n 1024 --tcrit 2 --binary "$work/build-resident/bin/nbody6" \
-        --dir "$work/run-resident" --max-de "$max_de_resident"; then
+if ! NB6ACCEL_GPUNB=cpu "$here/run-plummer" --n 1024 --tcrit 2 --threads 2 \
+        --binary "$work/build-resident/bin/nbody6" --dir "$work/run-resident" --max-de "$max_de_resident"; then
     echo "FAIL: the resident 1k run failed or its energy error is above $max_de_resident (see $work/run-resident)"
     exit 1
 fi
@@ -83,3 +89,24 @@ if ! awk -v a="$1" -v b="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 
     exit 1
 fi
 echo "PASS: resident N = 1024 to T = 2: DE = $de_r (|DE| <= $max_de_resident), steps within 1 % of the original's"
+
+# ---- third case: --resident on one thread against two ----------------------
+if ! NB6ACCEL_GPUNB=cpu "$here/run-plummer" --n 1024 --tcrit 2 --threads 1 \
+        --binary "$work/build-resident/bin/nbody6" --dir "$work/run-resident-1"; then
+    echo "FAIL: the resident 1k run on one thread failed (see $work/run-resident-1)"
+    exit 1
+fi
+# The T = 0 and 2 lines (steps, DE, E) and the ADJUST lines less their wall time.
+printed() { grep -E '^ +T = |ADJUST:' "$1/stdout.log" | sed 's/WTIME *=.*//'; }
+printed "$work/run-resident" > "$work/printed-2"
+printed "$work/run-resident-1" > "$work/printed-1"
+if [ "$(grep -c 'NSTEPS' "$work/printed-2")" -lt 2 ]; then
+    echo "FAIL: the resident run's output has no T = 2 line to compare (see $work/run-resident/stdout.log)"
+    exit 1
+fi
+if ! cmp -s "$work/printed-1" "$work/printed-2"; then
+    echo "FAIL: the resident build printed other steps or energies on two threads than on one:"
+    diff "$work/printed-1" "$work/printed-2" | head -n 20
+    exit 1
+fi
+echo "PASS: resident N = 1024 to T = 2: the same $(wc -l < "$work/printed-2") step and energy lines on one thread and on two"
