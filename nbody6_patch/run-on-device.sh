@@ -281,6 +281,29 @@ if [ -n "${AB_BINARY:-}" ]; then
         log "AB_BINARY: no $ab_dir/bin/nbody6"
     fi
 fi
+# AB_PATCH=file:N:cap:rounds: the --resident build alternately with a
+# --resident build made with the patch in file instead of this tree's
+# intgrt-resident.patch (e.g. an older commit's: git show
+# OLD:nbody6_patch/intgrt-resident.patch > .devtools/old.patch), both
+# against this tree's libraries, `rounds` times each at N, on the GPUNB
+# back-end AB_BACKEND (default cuda).
+if [ -n "${AB_PATCH:-}" ]; then
+    IFS=: read -r ab_file ab_n ab_cap ab_rounds <<< "$AB_PATCH"
+    other=$(mktemp -d /tmp/nb6-other-patch.XXXXXX)
+    cp nbody6_patch/build-nbody6 nbody6_patch/nbody6-gpu2.mk "$other/"
+    if cp "$ab_file" "$other/intgrt-resident.patch" && build_resident &&
+       "$other/build-nbody6" --nbody6 "$root/.nbody6" --builddir "$b" --out "$nb-other-patch" -j "$jobs" \
+           --nmax 140000 --lmax 600 --resident > "$logs/build-nbody6-other-patch.log" 2>&1; then
+        nb_plain=$nb
+        for r in $(seq "${ab_rounds:-2}"); do
+            nb=$nb_plain-other-patch; plummer "ab-patch-other-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
+            nb=$nb_plain-resident; plummer "ab-patch-this-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
+        done
+        nb=$nb_plain
+    else
+        log "AB_PATCH: a --resident build FAILED (build-nbody6-resident.log, build-nbody6-other-patch.log)"
+    fi
+fi
 run_list "${RUNS:-64k-gpu:65536:cuda:150 128k-gpu:131072:cuda:240 16k-cpu:16384:cpu:120}"
 
 # RESIDENT_RUNS (same form as RUNS): the same runs with NBODY6 built with
