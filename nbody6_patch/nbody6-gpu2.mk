@@ -46,8 +46,17 @@ NB6_OBJECTS = $(sort $(SOURCE:.f=.o) $(GPU2_OBJECTS))
 # params.h/common6.h set the COMMON layout: every object depends on them.
 $(NB6_OBJECTS): ../../Ncode/params.h ../../Ncode/common6.h
 
-$(filter-out intgrt.o,$(GPU2_OBJECTS)): %.o: ../%.f
+# GPU2 objects that build-nbody6 --resident also compiles with OpenMP:
+# gpucor.o, which its patched INTGRT calls on the team.
+OPENMP_OBJECTS ?=
+
+$(filter-out intgrt.o $(OPENMP_OBJECTS),$(GPU2_OBJECTS)): %.o: ../%.f
 	$(FC) $(GPU2_FFLAGS) -c $< -o $@
+
+ifneq ($(strip $(OPENMP_OBJECTS)),)
+$(OPENMP_OBJECTS): %.o: ../%.f
+	$(FC) $(GPU2_FFLAGS) $(OPENMP_FFLAGS) -c $< -o $@
+endif
 
 intgrt.o: ../intgrt.omp.f
 	$(FC) $(GPU2_FFLAGS) $(OPENMP_FFLAGS) -c $< -o $@

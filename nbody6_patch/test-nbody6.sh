@@ -103,8 +103,12 @@ for run in original:build:2 resident:build-resident:2 resident-1:build-resident:
         exit 1
     fi
 done
-# The T = 0 and 2 lines (steps, DE, E) and the ADJUST lines less their wall time.
-printed() { grep -E '^ +T = |ADJUST:' "$1/stdout.log" | sed 's/WTIME *=.*//'; }
+# The T = 0 and 2 lines (steps, DE, E), the ADJUST lines less their wall time,
+# and the counters (#1-#3: GPUCOR's NBVOID, NICONV, NBFLUX among them; RSMIN
+# on the NRUN line) less the CPU time.
+printed() {
+    grep -E '^ +T = |ADJUST:|^ #[123] |^ NRUN =' "$1/stdout.log" | sed 's/WTIME *=.*//; s/CPU = *[0-9.]*//'
+}
 for name in original resident resident-1; do
     printed "$work/run-2k-$name" > "$work/printed-$name"
 done
@@ -114,9 +118,9 @@ if [ "$(grep -c 'NSTEPS' "$work/printed-original")" -lt 2 ]; then
 fi
 for name in resident resident-1; do
     if ! cmp -s "$work/printed-original" "$work/printed-$name"; then
-        echo "FAIL: the 2k run '$name' printed other steps or energies than the original build:"
+        echo "FAIL: the 2k run '$name' printed other steps, energies or counters than the original build:"
         diff "$work/printed-original" "$work/printed-$name" | head -n 20
         exit 1
     fi
 done
-echo "PASS: N = 2048 to T = 2 on the CPU back-end: the resident build on two threads and on one prints the same $(wc -l < "$work/printed-original") step and energy lines as the original"
+echo "PASS: N = 2048 to T = 2 on the CPU back-end: the resident build on two threads and on one prints the same $(wc -l < "$work/printed-original") step, energy and counter lines as the original"
