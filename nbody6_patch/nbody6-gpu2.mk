@@ -12,7 +12,8 @@
 #     other than the C/CUDA libraries): GPU2/Makefile's flags, without
 #     -ffast-math and without OpenMP, except intgrt.omp.f, which is the one
 #     file compiled with -fopenmp (the !$omp directives elsewhere, e.g. the
-#     JNEXT clause of fpoly0.f, are inactive in the original and stay so).
+#     JNEXT clause of fpoly0.f, are inactive in the original and stay so;
+#     build-nbody6 --resident adds its patched gpucor.f: OPENMP_OBJECTS).
 # GPU2's objects replace the Ncode routines of the same names (intgrt, nbint,
 # start, adjust, ...); here that is explicit (static pattern rules from ../)
 # rather than by timestamps of copied objects as in the original.
