@@ -17,8 +17,8 @@
 # original path (on the CPU back-end the two runs are in fact identical).
 #
 # Third case, N = 2048 (the first size with regular blocks of more than
-# NBODY6's NIMAX = 1024 bodies, whose later chunks the patch starts during
-# the chunk before), all on the CPU back-end: the resident build on two
+# the patch's first chunk of 1024 bodies, whose later chunks it starts
+# during the chunk before), all on the CPU back-end: the resident build on two
 # threads and on one, and the original build, must print the same steps and
 # energies.  The patch runs NBODY6's serial loops over LISTQ and a block's
 # members on the OpenMP team (compactions in order, minima, copies; a team
