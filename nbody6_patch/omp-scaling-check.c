@@ -49,6 +49,28 @@ static double wake_delay(double gap_s, int reps)
     return sum / reps;
 }
 
+/* Mean wall time, on the master, of a parallel loop over `items` trivial
+ * iterations (open, static split, join), after gap_s of serial work each
+ * time: what a small block's parallel loop costs against the same loop on
+ * one thread, which sets the size below which NBODY6's loops should run in
+ * serial. */
+static double region_cost(int items, double gap_s, int reps, volatile double *sink)
+{
+    double sum = 0.0;
+    for (int r = 0; r < reps; r++) {
+        double until = omp_get_wtime() + gap_s;
+        while (omp_get_wtime() < until)
+            ;
+        double t0 = omp_get_wtime(), s = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : s)
+        for (int k = 0; k < items; k++)
+            s += k;
+        sum += omp_get_wtime() - t0;
+        *sink += s;
+    }
+    return sum / reps;
+}
+
 int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : omp_get_num_procs();
@@ -64,13 +86,20 @@ int main(int argc, char **argv)
     printf("omp-scaling-check: %d CPUs online; same work per thread: 1 thread %.3f s, %d threads %.3f s;"
            " %.1f CPUs' worth (ideal %d)\n",
            omp_get_num_procs(), t1, threads, tn, threads * t1 / tn, threads);
-    if (argc > 2) { /* second argument: also the start-up delay of a team after a serial gap */
+    if (argc > 2) { /* second argument: also a team's start-up delay and a small loop's cost */
         omp_set_num_threads(threads);
         printf("omp-scaling-check: last of %d threads starts, after a serial gap of", threads);
         const double gaps[] = {0.0, 1e-4, 1e-3, 1e-2, 5e-2};
         for (int k = 0; k < 5; k++)
             printf(" %g ms: %.1f us%s", 1e3 * gaps[k], 1e6 * wake_delay(gaps[k], k < 3 ? 200 : 20),
                    k < 4 ? ";" : "\n");
+        printf("omp-scaling-check: a parallel loop of n trivial iterations on %d threads, after a serial gap of"
+               " 0.02 ms, costs the master",
+               threads);
+        const int items[] = {1, 16, 256};
+        for (int k = 0; k < 3; k++)
+            printf(" n = %d: %.2f us%s", items[k], 1e6 * region_cost(items[k], 2e-5, 5000, &sink),
+                   k < 2 ? ";" : "\n");
     }
     return 0;
 }

@@ -44,8 +44,11 @@ steal0=$(stat_steal)
 if gcc -O2 -fopenmp nbody6_patch/omp-scaling-check.c -o /tmp/omp-scaling-check 2> "$logs/omp-scaling-check.log"; then
     /tmp/omp-scaling-check "$(nproc)" wake > "$logs/omp-check.txt" 2>&1
     while read -r line; do log "$line"; done < "$logs/omp-check.txt"
-    OMP_WAIT_POLICY=passive /tmp/omp-scaling-check "$(nproc)" wake 2>&1 | tail -n 1 | sed 's/^/passive: /' > "$logs/omp-check-passive.txt"
-    log "$(cat "$logs/omp-check-passive.txt")"
+    for policy in active passive; do
+        OMP_WAIT_POLICY=$policy /tmp/omp-scaling-check "$(nproc)" wake 2>&1 | tail -n 2 |
+            sed "s/^/$policy: /" > "$logs/omp-check-$policy.txt"
+        while read -r line; do log "$line"; done < "$logs/omp-check-$policy.txt"
+    done
 fi
 # (The device tool's copy may carry an older .git than the work tree: pass
 # NB6_COMMIT from the machine that called it.)
