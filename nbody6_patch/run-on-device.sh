@@ -253,12 +253,19 @@ if [ -n "${AB_RESIDENT:-}" ]; then
         log "resident build FAILED (build-nbody6-resident.log)"
     fi
 fi
-# AB_ENV=N:cap:rounds:VAR=value: the plain build alternately without and
-# with VAR=value in the environment (e.g. NB6ACCEL_GPUIRR_DEVICE=off),
-# `rounds` times each at N, on the GPUNB back-end AB_BACKEND (default cuda).
+# AB_ENV=N:cap:rounds:VAR=value: the plain build (with AB_ENV_BUILD=resident
+# the --resident one) alternately without and with VAR=value in the
+# environment (e.g. NB6ACCEL_GPUIRR_DEVICE=off, or LD_PRELOAD=<path without
+# colons> of another OpenMP runtime), `rounds` times each at N, on the GPUNB
+# back-end AB_BACKEND (default cuda).
 if [ -n "${AB_ENV:-}" ]; then
     IFS=: read -r ab_n ab_cap ab_rounds ab_set <<< "$AB_ENV"
-    for r in $(seq "${ab_rounds:-2}"); do
+    nb_plain=$nb ab_rounds=${ab_rounds:-2}
+    if [ "${AB_ENV_BUILD:-plain}" = resident ]; then
+        if build_resident; then nb=$nb-resident
+        else log "AB_ENV: resident build FAILED (build-nbody6-resident.log)"; ab_rounds=0; fi
+    fi
+    for r in $(seq "$ab_rounds"); do
         plummer "ab-env-unset-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
         env_saved=$(env | grep "^${ab_set%%=*}=" || true)
         export "${ab_set?}"
@@ -266,6 +273,7 @@ if [ -n "${AB_ENV:-}" ]; then
         unset "${ab_set%%=*}"
         [ -n "$env_saved" ] && export "${env_saved?}"
     done
+    nb=$nb_plain
 fi
 # AB_BINARY=dir:N:cap:rounds: the plain build alternately with the NBODY6
 # built in dir (dir/bin/nbody6; e.g. an older nb6accel tree's, built by
@@ -305,6 +313,28 @@ if [ -n "${AB_PATCH:-}" ]; then
         nb=$nb_plain
     else
         log "AB_PATCH: a --resident build FAILED (build-nbody6-resident.log, build-nbody6-other-patch.log)"
+    fi
+fi
+# AB_OPTS=opts:N:cap:rounds[:plain]: the --resident build (with ":plain",
+# the plain one) alternately with one built with the build-nbody6 options
+# opts as well (commas for spaces, e.g. --march,native), `rounds`
+# times each at N, on the GPUNB back-end AB_BACKEND (default cuda).
+if [ -n "${AB_OPTS:-}" ]; then
+    IFS=: read -r ab_opts ab_n ab_cap ab_rounds ab_base <<< "$AB_OPTS"
+    if [ "${ab_base:-resident}" = plain ]; then ab_mode= ab_this=$nb; else ab_mode=--resident ab_this=$nb-resident; fi
+    # shellcheck disable=SC2046
+    if { [ -n "$ab_mode" ] && ! build_resident; } ||
+       ! nbody6_patch/build-nbody6 --nbody6 "$root/.nbody6" --builddir "$b" --out "$nb-opts" -j "$jobs" \
+           --nmax 140000 --lmax 600 $ab_mode $(echo "$ab_opts" | tr ',' ' ') > "$logs/build-nbody6-opts.log" 2>&1; then
+        log "AB_OPTS: a build FAILED (build-nbody6-resident.log, build-nbody6-opts.log)"
+    else
+        log "AB_OPTS: built with ${ab_mode:-(plain)} $ab_opts ($(tail -n 3 "$logs/build-nbody6-opts.log" | head -n 1))"
+        nb_plain=$nb
+        for r in $(seq "${ab_rounds:-2}"); do
+            nb=$nb_plain-opts; plummer "ab-opts-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
+            nb=$ab_this; plummer "ab-base-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
+        done
+        nb=$nb_plain
     fi
 fi
 run_list "${RUNS:-64k-gpu:65536:cuda:150 128k-gpu:131072:cuda:240 16k-cpu:16384:cpu:120}"
