@@ -5,7 +5,10 @@
  *
  * Every thread runs the same fixed arithmetic loop; the program prints the
  * wall time with 1 thread and with T threads (argument, default all) and the
- * speed-up, which is T where every thread has a CPU of its own.
+ * speed-up, which is T where every thread has a CPU of its own; then the
+ * cores' clock, alone and with every thread busy: the lent machines' cores
+ * run at some 2.2-2.5 GHz, the development machine's at 4.1, and their runs
+ * of the same code differ by about that ratio.
  *   gcc -O2 -fopenmp omp-scaling-check.c -o omp-scaling-check && ./omp-scaling-check 16
  */
 #define _POSIX_C_SOURCE 200809L
@@ -39,6 +42,26 @@ static double team_time(int threads, long n, volatile double *sink)
     s += busy_loop(n);
     *sink += s;
     return wall_clock() - t0;
+}
+
+/* The clock of the core running the caller, in GHz, from a chain of dependent
+ * integer adds: one per cycle on every x86-64 core, whatever its turbo
+ * state, so no model-specific register or frequency file is needed. */
+static double core_ghz(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    const long iters = 50000000L;
+    long x = 0;
+    double t0 = wall_clock();
+    for (long k = 0; k < iters; k++)
+        __asm__ volatile("add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+                         "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0"
+                         : "+r"(x)
+                         : "r"(k));
+    return 8.0 * (double)iters / (wall_clock() - t0) / 1e9;
+#else
+    return 0.0; /* not measured on this architecture */
+#endif
 }
 
 /* Mean delay, over reps regions, from opening a parallel region to the
@@ -98,6 +121,15 @@ int main(int argc, char **argv)
     printf("omp-scaling-check: %d CPUs online; same work per thread: 1 thread %.3f s, %d threads %.3f s;"
            " %.1f CPUs' worth (ideal %d)\n",
            omp_get_num_procs(), t1, threads, tn, threads * t1 / tn, threads);
+    double alone = core_ghz(), least = 1e30, most = 0.0, sum = 0.0;
+#pragma omp parallel num_threads(threads) reduction(min : least) reduction(max : most) reduction(+ : sum)
+    {
+        double ghz = core_ghz();
+        least = most = sum = ghz;
+    }
+    if (alone > 0.0)
+        printf("omp-scaling-check: core clock 1 thread %.2f GHz; %d threads %.2f-%.2f GHz (mean %.2f)\n", alone,
+               threads, least, most, sum / threads);
     if (argc > 2) { /* second argument: also a team's start-up delay and a small loop's cost */
         omp_set_num_threads(threads);
         printf("omp-scaling-check: last of %d threads starts, after a serial gap of", threads);

@@ -364,7 +364,7 @@ if [ -n "${NATIVE_RUN-64k-gpu-native:65536:cuda:120}" ] && [ "$(left)" -gt 120 ]
         log "native build FAILED (build-nbody6-native.log)"
     fi
 fi
-[ -x /tmp/omp-scaling-check ] && log "$(/tmp/omp-scaling-check "$(nproc)")"
+[ -x /tmp/omp-scaling-check ] && /tmp/omp-scaling-check "$(nproc)" | while read -r line; do log "$line"; done
 set -- $steal0 $(stat_steal)
 [ $# -eq 4 ] && log "CPU time taken by the host (steal) during this script: $(awk -v a="$1" -v b="$2" -v c="$3" -v d="$4" 'BEGIN { printf "%.1f %%", (d > b) ? 100 * (c - a) / (d - b) : 0 }')"
 log "done"

@@ -14,8 +14,9 @@
 # Builds and runs the driver's tests through tests/plummer/run-on-device.sh
 # (no timing runs there), then ROUNDS rounds of every variant in turn at
 # N = AB_N (65536), t = 0..4, each within AB_LIMIT seconds (60).  Leaves in
-# $OUT: plummer-device.log (build, tests), ab.txt (each run's table, rest
-# and profile lines, GPUIRR's figures), ab-runs.log (every run in full).
+# $OUT: plummer-device.log (build, tests), ab.txt (the cores' clock and
+# CPUs' worth at the start and the end, each run's table, rest and profile
+# lines, GPUIRR's figures), ab-runs.log (every run in full).
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/plummer-ab-out}
@@ -41,6 +42,14 @@ limit=${AB_LIMIT:-60}
 rounds=${ROUNDS:-2}
 summary=$out/ab.txt
 : >"$summary"
+# The machine's cores (clock, CPUs' worth), at the start and at the end:
+# the lent machines differ, and a run's time follows their clock.
+machine_check() {
+  [ -x /tmp/omp-scaling-check ] || gcc -O2 -fopenmp "$src/nbody6_patch/omp-scaling-check.c" -o /tmp/omp-scaling-check ||
+    return 0
+  /tmp/omp-scaling-check "$OMP_NUM_THREADS" | sed "s/^omp-scaling-check:/machine ($1):/" >>"$summary"
+}
+machine_check start
 : >"$out/ab-runs.log"
 IFS=';' read -r -a variants <<<"${VARIANTS:-default||-profile}"
 for r in $(seq 1 "$rounds"); do
@@ -65,4 +74,5 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 rm -f "$out/run.tmp"
+machine_check end
 cat "$summary"
