@@ -6,9 +6,10 @@
  * Every thread runs the same fixed arithmetic loop; the program prints the
  * wall time with 1 thread and with T threads (argument, default all) and the
  * speed-up, which is T where every thread has a CPU of its own; then the
- * cores' clock, alone and with every thread busy: the lent machines' cores
- * run at some 2.2-2.5 GHz, the development machine's at 4.1, and their runs
- * of the same code differ by about that ratio.
+ * cores' clock, alone and with every thread busy, as cycles per second of
+ * wall time, so that time the host takes from a thread lowers it too.  The
+ * lent machines' cores gave 2.3-2.9 GHz alone (the development machine's
+ * 4.1), and 1.7-2.8 GHz each with all 16 busy, varying within one call.
  *   gcc -O2 -fopenmp omp-scaling-check.c -o omp-scaling-check && ./omp-scaling-check 16
  */
 #define _POSIX_C_SOURCE 200809L
@@ -46,7 +47,8 @@ static double team_time(int threads, long n, volatile double *sink)
 
 /* The clock of the core running the caller, in GHz, from a chain of dependent
  * integer adds: one per cycle on every x86-64 core, whatever its turbo
- * state, so no model-specific register or frequency file is needed. */
+ * state, so no model-specific register or frequency file is needed.  Time
+ * the thread spends preempted counts as cycles it did not get. */
 static double core_ghz(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -128,8 +130,9 @@ int main(int argc, char **argv)
         least = most = sum = ghz;
     }
     if (alone > 0.0)
-        printf("omp-scaling-check: core clock 1 thread %.2f GHz; %d threads %.2f-%.2f GHz (mean %.2f)\n", alone,
-               threads, least, most, sum / threads);
+        printf("omp-scaling-check: core clock (cycles per wall second) 1 thread %.2f GHz; %d threads %.2f-%.2f GHz "
+               "(mean %.2f)\n",
+               alone, threads, least, most, sum / threads);
     if (argc > 2) { /* second argument: also a team's start-up delay and a small loop's cost */
         omp_set_num_threads(threads);
         printf("omp-scaling-check: last of %d threads starts, after a serial gap of", threads);
