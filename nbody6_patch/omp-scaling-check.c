@@ -66,6 +66,30 @@ static double core_ghz(void)
 #endif
 }
 
+/* Integer adds per wall nanosecond from eight independent chains: as many
+ * per cycle as the core has ALUs (4-6 on current x86-64), where the chain
+ * above gets one.  A thread whose hardware sibling (SMT) is busy gets about
+ * half as many, at the same clock: with every thread busy, this falls by
+ * more than the clock where the lent vCPUs share cores. */
+static double core_adds_per_ns(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    const long iters = 25000000L;
+    long a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0, h = 0;
+    double t0 = wall_clock();
+    for (long k = 0; k < iters; k++)
+        __asm__ volatile("add %8, %0\n\tadd %8, %1\n\tadd %8, %2\n\tadd %8, %3\n\t"
+                         "add %8, %4\n\tadd %8, %5\n\tadd %8, %6\n\tadd %8, %7\n\t"
+                         "add %8, %0\n\tadd %8, %1\n\tadd %8, %2\n\tadd %8, %3\n\t"
+                         "add %8, %4\n\tadd %8, %5\n\tadd %8, %6\n\tadd %8, %7"
+                         : "+r"(a), "+r"(b), "+r"(c), "+r"(d), "+r"(e), "+r"(f), "+r"(g), "+r"(h)
+                         : "r"(k));
+    return 16.0 * (double)iters / (wall_clock() - t0) / 1e9;
+#else
+    return 0.0;
+#endif
+}
+
 /* Mean delay, over reps regions, from opening a parallel region to the
  * start of its last thread, when the master has worked alone for gap_s
  * before each (NBODY6's serial Fortran between two parallel regions).
@@ -133,6 +157,13 @@ int main(int argc, char **argv)
         printf("omp-scaling-check: core clock (cycles per wall second) 1 thread %.2f GHz; %d threads %.2f-%.2f GHz "
                "(mean %.2f)\n",
                alone, threads, least, most, sum / threads);
+    double width1 = core_adds_per_ns(), wsum = 0.0;
+#pragma omp parallel num_threads(threads) reduction(+ : wsum)
+    wsum = core_adds_per_ns();
+    if (width1 > 0.0 && alone > 0.0)
+        printf("omp-scaling-check: independent adds per cycle 1 thread %.2f; %d threads %.2f each at their mean "
+               "clock (about half of 1 thread's where two vCPUs share a core)\n",
+               width1 / alone, threads, (wsum / threads) / (sum / threads));
     if (argc > 2) { /* second argument: also a team's start-up delay and a small loop's cost */
         omp_set_num_threads(threads);
         printf("omp-scaling-check: last of %d threads starts, after a serial gap of", threads);
