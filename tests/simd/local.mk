@@ -1,7 +1,8 @@
 # Tests of every SIMD kernel (GPUIRR and the GPUNB host back-end) against
 # double references computed in the tests; benchmarks (built by `make check`,
-# not run: tests/simd/run-on-device.sh and README say how).
-EXTRA_DIST += tests/simd/simd_testutil.h tests/simd/run-on-device.sh
+# not run: tests/simd/run-on-device.sh and README say how; the kernels' limit in
+# cycles per interaction: tests/simd/mca_per_interaction.sh).
+EXTRA_DIST += tests/simd/simd_testutil.h tests/simd/run-on-device.sh tests/simd/mca_per_interaction.sh
 
 check_PROGRAMS += tests/simd/test_gpuirr_simd
 tests_simd_test_gpuirr_simd_SOURCES = tests/simd/test_gpuirr_simd.c tests/simd/simd_testutil.h

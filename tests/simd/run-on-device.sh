@@ -7,7 +7,13 @@
 # with the threads bound to cores.  BENCH_GPUNB=1 adds the GPUNB host
 # benchmark (the regular force; longer).  Logs go to $OUT (default
 # ./simd-device-out: build.log, the test logs, the benchmark logs,
-# summary.txt); a short table is printed last.
+# summary.txt); a short table is printed last.  The cores' clock
+# (nbody6_patch/omp-scaling-check) is logged before and after the
+# benchmarks, and the libraries as built are copied to $OUT/libs: the
+# kernels' limit in cycles per interaction comes from
+# tests/simd/mca_per_interaction.sh $OUT/libs (llvm-mca, which the GPU
+# machine lacks), so that a rate of X interactions/s on T threads at G GHz
+# is X / (T * G * 1e9 / cycles) of it.
 #
 #   tests/simd/run-on-device.sh            (from the top of the source tree)
 #
@@ -26,8 +32,12 @@ mkdir -p "$OUT" "$build"
 step() { echo "== $* ($(date -u +%T))"; }
 
 machine=$(grep -m1 "model name" /proc/cpuinfo; lscpu 2>/dev/null |
-    grep -E "^(CPU\(s\)|Thread|Core|Socket|L2|L3|NUMA node\(s\))")
+    grep -E "^(CPU\(s\)|Thread|Core|Socket|L2|L3|NUMA node\(s\))"; ${CC:-gcc} --version | head -1)
 echo "$machine"
+clock_check() { # the cores' clock alone and with every thread busy
+    ${CC:-gcc} -O2 -fopenmp "$src/nbody6_patch/omp-scaling-check.c" -o "$build/omp-scaling-check" 2>/dev/null &&
+        "$build/omp-scaling-check" "$jobs" | sed "s/^omp-scaling-check:/clock ($1):/"
+}
 
 step "bootstrap + configure --without-cuda + make"
 blog="$OUT/build.log"
@@ -57,6 +67,7 @@ for t in test_gpuirr_simd test_gpunb_simd; do
 done
 
 step "benchmarks"
+clock_check start | tee "$OUT/clock.log"
 threads=${THREADS:-"1 8 16"}
 level=${LEVEL:-avx512}
 "$build/tests/simd/bench_gpuirr_simd" -l "$level" $threads > "$OUT/bench_gpuirr.log" 2>&1
@@ -66,12 +77,15 @@ OMP_PROC_BIND=close OMP_PLACES=cores "$build/tests/simd/bench_gpuirr_simd" -q -l
     grep -E "^(FIRR|PRED)" | sed 's/$/  [bound]/' >> "$OUT/bench_gpuirr.log"
 : > "$OUT/bench_gpunb.log"
 [ "${BENCH_GPUNB:-0}" = 1 ] && "$build/tests/simd/bench_gpunb_simd" $threads > "$OUT/bench_gpunb.log" 2>&1
+clock_check end | tee -a "$OUT/clock.log"
 cat "$OUT/bench_gpuirr.log" "$OUT/bench_gpunb.log"
+mkdir -p "$OUT/libs" && cp -L "$build"/.libs/libgpunb.so "$build"/.libs/libgpuirr.so "$OUT/libs/"
 
 step "summary"
 {
     echo "$machine"
     echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) hardware threads"
+    grep -E "clock|adds" "$OUT/clock.log"
     echo "SIMD tests: $( [ $check_rc = 0 ] && echo pass || echo FAIL) (levels: $(grep -h '^default' "$OUT"/test_gpuirr_simd.log | sed 's/.*: //') default)"
     printf "%-9s %-7s %7s %9s %12s %12s\n" what level threads N "time/ms" "inter/s"
     awk '{tag = ($NF == "[bound]") ? $NF : ($NF == "i]") ? "[shuffled]" : ""}
