@@ -52,13 +52,14 @@ note "resident path, NB6ACCEL_CUDA_SPATIAL=1: rc=$? in $(( $(date +%s) - t0 )) s
 
 # Sanitizers on the reduced case ("quick") of each GPU test: the legacy
 # call, the native extended path, the irregular force over lists (every
-# kernel of the back-end runs in one of them); all in one log.
+# kernel of the back-end runs in one of them), and GPUIRR's copy on the GPU
+# (small already; it ignores "quick"); all in one log.
 : >"$OUT/sanitizers.log"
 tools="memcheck racecheck initcheck synccheck"
 [ "$MODE" = full ] || tools="memcheck racecheck initcheck"
 for tool in $tools; do
   for t in "test_gpunb_cuda|quick case" "test_gpunb_resident_cuda|native path, quick" \
-    "test_gpunb_irregular_cuda|irregular force, quick"; do
+    "test_gpunb_irregular_cuda|irregular force, quick" "test_gpuirr_device|GPUIRR's GPU copy"; do
     prog=${t%%|*} what=${t#*|}
     t0=$(date +%s)
     echo "=== compute-sanitizer --tool $tool, $prog quick" >>"$OUT/sanitizers.log"
