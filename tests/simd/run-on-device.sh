@@ -9,10 +9,10 @@
 # ./simd-device-out: build.log, the test logs, the benchmark logs,
 # summary.txt); a short table is printed last.  The cores' clock
 # (nbody6_patch/omp-scaling-check) is logged before and after the
-# benchmarks, and the libraries as built are copied to $OUT/libs: the
-# kernels' limit in cycles per interaction comes from
-# tests/simd/mca_per_interaction.sh $OUT/libs (llvm-mca, which the GPU
-# machine lacks), so that a rate of X interactions/s on T threads at G GHz
+# benchmarks, and the libraries as built are packed into $OUT/libs.tar.gz:
+# the kernels' limit in cycles per interaction comes from
+# tests/simd/mca_per_interaction.sh on them, unpacked (llvm-mca, which the
+# GPU machine lacks), so that a rate of X interactions/s on T threads at G GHz
 # is X / (T * G * 1e9 / cycles) of it.
 #
 #   tests/simd/run-on-device.sh            (from the top of the source tree)
@@ -79,7 +79,8 @@ OMP_PROC_BIND=close OMP_PLACES=cores "$build/tests/simd/bench_gpuirr_simd" -q -l
 [ "${BENCH_GPUNB:-0}" = 1 ] && "$build/tests/simd/bench_gpunb_simd" $threads > "$OUT/bench_gpunb.log" 2>&1
 clock_check end | tee -a "$OUT/clock.log"
 cat "$OUT/bench_gpuirr.log" "$OUT/bench_gpunb.log"
-mkdir -p "$OUT/libs" && cp -L "$build"/.libs/libgpunb.so "$build"/.libs/libgpuirr.so "$OUT/libs/"
+# one archive: the device tool brings back few files
+tar czhf "$OUT/libs.tar.gz" -C "$build/.libs" libgpunb.so libgpuirr.so
 
 step "summary"
 {
