@@ -20,7 +20,7 @@ tests_test_irregular_LDADD = $(TEST_LIBS)
 tests_test_dirty_SOURCES = tests/test_dirty.c gpunb/gpunb_dirty.c
 tests_test_dirty_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gpunb
 tests_test_dirty_LDADD = tests/libtestlib.la libnb6common.la -lm -lpthread
-EXTRA_DIST += tests/test_symbols.sh tests/device-setup.sh
+EXTRA_DIST += tests/test_symbols.sh tests/device-setup.sh tests/cores-check.sh
 # The legacy tests run on whatever the default back-end is; on a machine
 # without a GPU a CUDA build must be allowed to use the CPU for them.
 AM_TESTS_ENVIRONMENT = top_builddir=$(top_builddir); export top_builddir; \

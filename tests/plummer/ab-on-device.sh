@@ -42,13 +42,7 @@ limit=${AB_LIMIT:-60}
 rounds=${ROUNDS:-2}
 summary=$out/ab.txt
 : >"$summary"
-# The machine's cores (clock, CPUs' worth), at the start and at the end:
-# the lent machines differ, and a run's time follows their clock.
-machine_check() {
-  [ -x /tmp/omp-scaling-check ] || gcc -O2 -fopenmp "$src/nbody6_patch/omp-scaling-check.c" -o /tmp/omp-scaling-check ||
-    return 0
-  /tmp/omp-scaling-check "$OMP_NUM_THREADS" | sed "s/^omp-scaling-check:/machine ($1):/" >>"$summary"
-}
+machine_check() { sh "$src/tests/cores-check.sh" "machine ($1)" "$OMP_NUM_THREADS" >>"$summary"; }
 machine_check start
 : >"$out/ab-runs.log"
 IFS=';' read -r -a variants <<<"${VARIANTS:-default||-profile}"

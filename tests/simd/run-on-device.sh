@@ -8,7 +8,7 @@
 # benchmark (the regular force; longer).  Logs go to $OUT (default
 # ./simd-device-out: build.log, the test logs, the benchmark logs,
 # summary.txt); a short table is printed last.  The cores' clock
-# (nbody6_patch/omp-scaling-check) is logged before and after the
+# (tests/cores-check.sh) is logged before and after the
 # benchmarks, and the libraries as built are packed into $OUT/libs.tar.gz:
 # the kernels' limit in cycles per interaction comes from
 # tests/simd/mca_per_interaction.sh on them, unpacked (llvm-mca, which the
@@ -34,10 +34,7 @@ step() { echo "== $* ($(date -u +%T))"; }
 machine=$(grep -m1 "model name" /proc/cpuinfo; lscpu 2>/dev/null |
     grep -E "^(CPU\(s\)|Thread|Core|Socket|L2|L3|NUMA node\(s\))"; ${CC:-gcc} --version | head -1)
 echo "$machine"
-clock_check() { # the cores' clock alone and with every thread busy
-    ${CC:-gcc} -O2 -fopenmp "$src/nbody6_patch/omp-scaling-check.c" -o "$build/omp-scaling-check" 2>/dev/null &&
-        "$build/omp-scaling-check" "$jobs" | sed "s/^omp-scaling-check:/clock ($1):/"
-}
+clock_check() { sh "$src/tests/cores-check.sh" "clock ($1)" "$jobs"; }
 
 step "bootstrap + configure --without-cuda + make"
 blog="$OUT/build.log"
@@ -86,7 +83,7 @@ step "summary"
 {
     echo "$machine"
     echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) hardware threads"
-    grep -E "clock|adds" "$OUT/clock.log"
+    cat "$OUT/clock.log"
     echo "SIMD tests: $( [ $check_rc = 0 ] && echo pass || echo FAIL) (levels: $(grep -h '^default' "$OUT"/test_gpuirr_simd.log | sed 's/.*: //') default)"
     printf "%-9s %-7s %7s %9s %12s %12s\n" what level threads N "time/ms" "inter/s"
     awk '{tag = ($NF == "[bound]") ? $NF : ($NF == "i]") ? "[shuffled]" : ""}
