@@ -14,6 +14,13 @@
 # tests/simd/mca_per_interaction.sh on them, unpacked (llvm-mca, which the
 # GPU machine lacks), so that a rate of X interactions/s on T threads at G GHz
 # is X / (T * G * 1e9 / cycles) of it.
+# OLD_TREE=dir (a bootstrapped source tree of an older commit, e.g. from
+# `git archive OLD | tar -x -C dir && (cd dir && ./bootstrap)`, carried)
+# also builds that tree's libraries and GPUIRR benchmarks beside this one
+# and runs both alternately, ROUNDS (3) times: FIRR_VEC at 64k and 8k and
+# bench_gpuirr_blocks (NBODY6's small blocks), on 1 thread and all, into
+# $OUT/ab_gpuirr.log.  The lent machines drift, so a kernel change is
+# judged only there, run against run.
 #
 #   tests/simd/run-on-device.sh            (from the top of the source tree)
 #
@@ -52,6 +59,16 @@ fi
   make -C "$build" -j"$jobs" libgpunb.la libgpuirr.la $progs; } > "$blog" 2>&1 ||
     { tail -40 "$blog"; exit 1; }
 grep -A8 "will build" "$blog"
+old_build=/tmp/nb6accel-simd-old-build
+if [ -n "${OLD_TREE:-}" ]; then
+    old_src=$(cd "$OLD_TREE" && pwd)
+    step "configure --without-cuda + make of $OLD_TREE"
+    mkdir -p "$old_build"
+    { (cd "$old_build" && "$old_src/configure" --without-cuda) &&
+      make -C "$old_build" -j"$jobs" libgpuirr.la tests/simd/bench_gpuirr_simd tests/simd/bench_gpuirr_blocks; } \
+        > "$OUT/build-old.log" 2>&1 || { tail -40 "$OUT/build-old.log"; echo "BUILD OF $OLD_TREE FAILED"; exit 1; }
+    make -C "$build" -j"$jobs" tests/simd/bench_gpuirr_blocks >> "$blog" 2>&1 || { tail -40 "$blog"; exit 1; }
+fi
 
 step "SIMD tests"
 check_rc=0
@@ -74,6 +91,23 @@ OMP_PROC_BIND=close OMP_PLACES=cores "$build/tests/simd/bench_gpuirr_simd" -q -l
     grep -E "^(FIRR|PRED)" | sed 's/$/  [bound]/' >> "$OUT/bench_gpuirr.log"
 : > "$OUT/bench_gpunb.log"
 [ "${BENCH_GPUNB:-0}" = 1 ] && "$build/tests/simd/bench_gpunb_simd" $threads > "$OUT/bench_gpunb.log" 2>&1
+if [ -n "${OLD_TREE:-}" ]; then
+    step "A/B against $OLD_TREE"
+    ab="$OUT/ab_gpuirr.log"
+    : > "$ab"
+    for r in $(seq 1 "${ROUNDS:-3}"); do
+        for which in new old; do
+            b=$build
+            [ $which = old ] && b=$old_build
+            for n in 65536 8192; do
+                "$b/tests/simd/bench_gpuirr_simd" -q -n $n -l "$level" 1 "$jobs" 2>&1 | grep -E "^FIRR" |
+                    sed "s/^/$which round $r: /" >> "$ab"
+            done
+            NB6_TEST_SEED=$r "$b/tests/simd/bench_gpuirr_blocks" -b 10000 -l "$level" 1 "$jobs" 2>&1 |
+                grep -E "^blocks" | sed "s/^/$which round $r: /" >> "$ab"
+        done
+    done
+fi
 clock_check end | tee -a "$OUT/clock.log"
 cat "$OUT/bench_gpuirr.log" "$OUT/bench_gpunb.log"
 # one archive: the device tool brings back few files
@@ -90,5 +124,11 @@ step "summary"
          /^FIRR_VEC/ {printf "%-9s %-7s %7s %9s %12s %12s %s\n", $1, $2, $4, $6, $9, $11, tag}
          /^REGF/     {printf "%-9s %-7s %7s %9s %12s %12s\n", $1, $3, $5, $7, $12, $14}' \
         "$OUT/bench_gpuirr.log" "$OUT/bench_gpunb.log" | grep -E "avx512|double|scalar"
+    if [ -n "${OLD_TREE:-}" ]; then
+        echo "A/B against $OLD_TREE (interactions/s; blocks: firr us/block):"
+        awk '/FIRR_VEC/ {k = $1 " N=" $9 " thr=" $7; v[k] = v[k] " " $14}
+             /blocks/   {k = $1 " blocks thr=" $7; v[k] = v[k] " " $21}
+             END {for (k in v) print k ":" v[k]}' "$OUT/ab_gpuirr.log" | sort
+    fi
 } | tee "$OUT/summary.txt"
 exit $check_rc
