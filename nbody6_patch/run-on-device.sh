@@ -337,6 +337,48 @@ if [ -n "${AB_OPTS:-}" ]; then
         nb=$nb_plain
     fi
 fi
+# AB_LIBS=dir:N:cap:rounds[:plain]: the --resident build (with ":plain", the
+# plain one) alternately on another tree's libraries and on this tree's,
+# `rounds` times each at N, on the GPUNB back-end AB_BACKEND (default cuda).
+# dir is a bootstrapped source tree (an older commit's: git archive OLD |
+# tar -x -C dir, then ./bootstrap there; carried); its libraries are built
+# here with the same configure, and one NBODY6 binary runs on either through
+# LD_LIBRARY_PATH, which NBODY6's RUNPATH lets win (checked with ldd first):
+# a change inside the libraries judged without a second NBODY6 build.
+if [ -n "${AB_LIBS:-}" ]; then
+    IFS=: read -r ab_dir ab_n ab_cap ab_rounds ab_base <<< "$AB_LIBS"
+    ab_libs=/tmp/nb6accel-ab-libs
+    nb_plain=$nb ab_nb=
+    if [ "${ab_base:-}" = plain ]; then ab_nb=$nb
+    elif build_resident; then ab_nb=$nb-resident
+    else log "AB_LIBS: resident build FAILED (build-nbody6-resident.log)"; fi
+    if [ -n "$ab_nb" ]; then
+        ab_src=$(cd "$ab_dir" && pwd)
+        if ! { mkdir -p "$ab_libs" && cd "$ab_libs" &&
+               "$ab_src/configure" --with-cuda --with-cuda-arch=90 CFLAGS="-O3 -march=native" &&
+               make -j"$jobs"; } > "$logs/nb6accel-ab-libs-build.log" 2>&1; then
+            log "AB_LIBS: build of $ab_dir FAILED (nb6accel-ab-libs-build.log)"; ab_nb=
+        fi
+        cd "$root"
+    fi
+    if [ -n "$ab_nb" ]; then
+        ld_saved=${LD_LIBRARY_PATH:-}
+        ld_other=$ab_libs/.libs${ld_saved:+:$ld_saved}
+        picked=$(LD_LIBRARY_PATH=$ld_other ldd "$ab_nb/bin/nbody6" | grep -c "=> $ab_libs/.libs/libgpu")
+        log "AB_LIBS: with LD_LIBRARY_PATH=$ab_libs/.libs, NBODY6 loads $picked of its 2 nb6accel libraries from there"
+        if [ "$picked" -eq 2 ]; then
+            nb=$ab_nb
+            for r in $(seq "${ab_rounds:-2}"); do
+                export LD_LIBRARY_PATH=$ld_other
+                plummer "ab-libs-other-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
+                export LD_LIBRARY_PATH=$ld_saved
+                plummer "ab-libs-this-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
+            done
+            nb=$nb_plain
+        fi
+        [ -n "$ld_saved" ] || unset LD_LIBRARY_PATH
+    fi
+fi
 run_list "${RUNS:-64k-gpu:65536:cuda:150 128k-gpu:131072:cuda:240 16k-cpu:16384:cpu:120}"
 
 # RESIDENT_RUNS (same form as RUNS): the same runs with NBODY6 built with
