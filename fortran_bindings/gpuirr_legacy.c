@@ -18,7 +18,7 @@
 
 static gpuirr *default_handle;
 
-static void stop(void) { nb6_legacy_stop(gpuirr_last_error()); }
+static NB6_NORETURN void stop(void) { nb6_legacy_stop(gpuirr_last_error()); }
 
 static void require_open(const char *routine)
 {

@@ -19,7 +19,7 @@
 
 static gpunb *default_handle;
 
-static void stop(void) { nb6_legacy_stop(gpunb_last_error()); }
+static NB6_NORETURN void stop(void) { nb6_legacy_stop(gpunb_last_error()); }
 
 static void require_open(const char *routine)
 {
