@@ -15,9 +15,9 @@
  * beside it, so dx is good to about a float ulp wherever the pair is.  The
  * i is predicted alone, in scalars, by the same operations rounded the same
  * way (predict_one), so a particle gets the same prediction as i and as a
- * member (identical records give r = 0 exactly).  Pair arithmetic in float; per-lane float
- * sums of at most FLUSH_GROUPS terms, then summed in double, so lists of
- * any length lose nothing that matters. */
+ * member (identical records give r = 0 exactly).  Pair arithmetic in float;
+ * per-lane float sums of at most FLUSH_GROUPS terms, then summed in double,
+ * so lists of any length lose nothing that matters. */
 #include "config.h"
 #include "gpuirr_internal.h"
 #include "nb6_simd_select.h"
