@@ -39,7 +39,9 @@ typedef struct predicted {
 
 /* Prediction to t from the record's fields 0..7 (epoch, F, FDOT) and
  * 8..15 (v0, x0_lo), in two stages so that a member's first group of
- * fields is used up before its second is loaded. */
+ * fields is used up before its second is loaded.  The loops over x, y, z
+ * are unrolled by request: GCC -O2 otherwise kept these arrays of vectors
+ * on the stack (271 instructions per group of pairs instead of 233). */
 typedef struct partial_prediction {
     simd_f dt, dt2, pos[3], vel[3]; /* F + dt FDOT, F + 1.5 dt FDOT */
 } partial_prediction;
@@ -50,6 +52,7 @@ static inline __attribute__((always_inline)) partial_prediction predict_first(co
     p.dt = simd_add(simd_sub(t.hi, f[GPUIRR_REC_T0HI]), simd_sub(t.lo, f[GPUIRR_REC_T0LO]));
     p.dt2 = simd_add(p.dt, p.dt);
     const simd_f dt15 = simd_mul(simd_set1(1.5f), p.dt);
+#pragma GCC unroll 3
     for (int k = 0; k < 3; k++) {
         p.pos[k] = simd_fmadd(p.dt, f[GPUIRR_REC_FDOT + k], f[GPUIRR_REC_F + k]);
         p.vel[k] = simd_fmadd(dt15, f[GPUIRR_REC_FDOT + k], f[GPUIRR_REC_F + k]);
@@ -62,6 +65,7 @@ static inline __attribute__((always_inline)) predicted predict_second(const part
                                                                       const simd_f f[8])
 {
     predicted q;
+#pragma GCC unroll 3
     for (int k = 0; k < 3; k++) {
         const simd_f v0 = f[GPUIRR_REC_V - 8 + k];
         q.lo[k] = simd_fmadd(p->dt, simd_fmadd(p->dt, p->pos[k], v0), f[GPUIRR_REC_XLO - 8 + k]);
@@ -256,11 +260,14 @@ static inline __attribute__((always_inline)) void force_one(const float *restric
 }
 
 /* The list of slot s's lines (at most the first 10: the rest follow in
- * sequence, where the hardware prefetcher finds them). */
+ * sequence, where the hardware prefetcher finds them).  Unrolled by
+ * request: at most ten iterations, and GCC -O2 kept the loop (64k on the
+ * development EPYC: 3.8e8 against 4.3e8 interactions/s on one thread). */
 static inline void prefetch_list_lines(const int *col, size_t lmax)
 {
     size_t lines = (lmax * sizeof(int) + 63) / 64 + 1;
     lines = lines < 10 ? lines : 10;
+#pragma GCC unroll 10
     for (size_t k = 0; k < lines; k++)
         prefetch_line((const char *)col + 64 * k);
 }
