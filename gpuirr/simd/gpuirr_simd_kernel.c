@@ -13,11 +13,11 @@
  *   dx = (x0_j,hi - x0_i,hi) + ((x0_j,lo + d_j) - (x0_i,lo + d_i)):
  * the hi difference is exact for neighbours (Sterbenz), and d is small
  * beside it, so dx is good to about a float ulp wherever the pair is.  The
- * i is predicted alone, in scalars, by the same operations rounded the same
- * way (predict_one), so a particle gets the same prediction as i and as a
- * member (identical records give r = 0 exactly).  Pair arithmetic in float;
- * per-lane float sums of at most FLUSH_GROUPS terms, then summed in double,
- * so lists of any length lose nothing that matters. */
+ * i is predicted by the same vector operations on its broadcast record, so
+ * a particle gets the same prediction as i and as a member (identical
+ * records give r = 0 exactly).  Pair arithmetic in float; per-lane float
+ * sums of at most FLUSH_GROUPS terms, then summed in double, so lists of
+ * any length lose nothing that matters. */
 #include "config.h"
 #include "gpuirr_internal.h"
 #include "nb6_simd_select.h"
@@ -70,34 +70,6 @@ static inline __attribute__((always_inline)) predicted predict_second(const part
         const simd_f v0 = f[GPUIRR_REC_V - 8 + k];
         q.lo[k] = simd_fmadd(p->dt, simd_fmadd(p->dt, p->pos[k], v0), f[GPUIRR_REC_XLO - 8 + k]);
         q.v[k] = simd_fmadd(p->dt2, p->vel[k], v0);
-    }
-    return q;
-}
-
-/* The predicted state of one particle, as scalars. */
-typedef struct predicted_one {
-    float xh[3], xl[3], v[3];
-} predicted_one;
-
-/* One particle's prediction from its record r: predict_first and
- * predict_second's operations in their order, each rounded as there
- * (simd_fmadd1 fuses where simd_fmadd does; every product that feeds a sum
- * is an explicit fmadd, so no contraction can differ), so that a particle
- * predicted here and as a member gets the same bits (r = 0 between
- * identical records).  Scalar: the broadcast form kept 16 vectors of
- * copies on the stack. */
-static inline __attribute__((always_inline)) predicted_one predict_one(const float *r, float t_hi, float t_lo)
-{
-    predicted_one q;
-    const float dt = (t_hi - r[GPUIRR_REC_T0HI]) + (t_lo - r[GPUIRR_REC_T0LO]);
-    const float dt2 = dt + dt, dt15 = 1.5f * dt;
-    for (int k = 0; k < 3; k++) {
-        const float pos = simd_fmadd1(dt, r[GPUIRR_REC_FDOT + k], r[GPUIRR_REC_F + k]);
-        const float vel = simd_fmadd1(dt15, r[GPUIRR_REC_FDOT + k], r[GPUIRR_REC_F + k]);
-        const float v0 = r[GPUIRR_REC_V + k];
-        q.xh[k] = r[GPUIRR_REC_XHI + k];
-        q.xl[k] = simd_fmadd1(dt, simd_fmadd1(dt, pos, v0), r[GPUIRR_REC_XLO + k]);
-        q.v[k] = simd_fmadd1(dt2, vel, v0);
     }
     return q;
 }
@@ -222,21 +194,27 @@ static inline __attribute__((always_inline)) void prefetch_some(next_list *nx, i
  * exactly 0; gathers would cost more there than a full group. */
 static inline __attribute__((always_inline)) void force_one(const float *restrict rec,
                                                             const int *restrict col, int s,
-                                                            t_pair t, float t_hi, float t_lo, next_list *nx,
+                                                            t_pair t, next_list *nx,
                                                             double acc[3], double jrk[3])
 {
     const float *ri = rec + (size_t)s * GPUIRR_REC;
     const int len = col[0];
     const int *members = col + 1;
-    const predicted_one pi = predict_one(ri, t_hi, t_lo);
-    /* Field by field: an initialiser of the whole struct cleared it first. */
-    i_sums q;
+    /* The i in every lane, predicted by the same operations as a member. */
+    simd_f f[16];
+    for (int k = 0; k < 16; k++)
+        f[k] = simd_set1(ri[k]);
+    const partial_prediction ppi = predict_first(f, t);
+    const predicted pi = predict_second(&ppi, f + 8);
+    i_sums q = {
+        .ax = simd_zero(), .ay = simd_zero(), .az = simd_zero(),
+        .jx = simd_zero(), .jy = simd_zero(), .jz = simd_zero(),
+    };
     for (int k = 0; k < 3; k++) {
-        q.xh[k] = pi.xh[k];
-        q.xl[k] = pi.xl[k];
-        q.v[k] = pi.v[k];
+        q.xh[k] = ri[GPUIRR_REC_XHI + k];
+        q.xl[k] = simd_lane0(pi.lo[k]);
+        q.v[k] = simd_lane0(pi.v[k]);
     }
-    q.ax = q.ay = q.az = q.jx = q.jy = q.jz = simd_zero();
     double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0};
     int e = 0, groups = 0;
     for (; e + SIMD_VL <= len; e += SIMD_VL) {
@@ -371,7 +349,7 @@ static double SIMD_SUFFIX(force)(const gpuirr *g, int ni, const int *addr, doubl
                 }
                 const int *col = lists + (size_t)s * lmax;
                 pairs += col[0];
-                force_one(rec, col, s, tp, t_hi, t_lo, &nx, acc[n], jrk[n]);
+                force_one(rec, col, s, tp, &nx, acc[n], jrk[n]);
             }
             cs.begin[0] = cs.begin[1];
             cs.end[0] = cs.end[1];

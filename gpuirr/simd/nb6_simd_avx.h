@@ -42,14 +42,6 @@ static inline simd_mask simd_first(int n)
 
 #include "nb6_simd_avx_common.h"
 
-/* a*b + c on one float, rounded as simd_fmadd rounds (it is simd_fmadd, in
- * lane 0): the kernels predict a particle alone with it, bit for bit as in
- * a vector. */
-static inline float simd_fmadd1(float a, float b, float c)
-{
-    return simd_lane0(simd_fmadd(simd_set1(a), simd_set1(b), simd_set1(c)));
-}
-
 /* Offsets of a list tail: out[l] = m[l] for l < left, m[0] beyond (a record
  * that is loaded anyway; those lanes are masked off). */
 static inline void simd_tail_offsets(const int *m, int left, int out[SIMD_VL])

@@ -5,7 +5,6 @@
 #define NB6_SIMD_ISA_H
 
 #include <immintrin.h>
-#include <math.h>
 
 #include <stddef.h>
 
@@ -25,10 +24,6 @@ static inline simd_f simd_mul(simd_f a, simd_f b) { return _mm256_mul_ps(a, b); 
 static inline simd_f simd_min(simd_f a, simd_f b) { return _mm256_min_ps(a, b); }
 static inline simd_f simd_fmadd(simd_f a, simd_f b, simd_f c) { return _mm256_fmadd_ps(a, b, c); }
 static inline simd_f simd_fnmadd(simd_f a, simd_f b, simd_f c) { return _mm256_fnmadd_ps(a, b, c); }
-
-/* a*b + c on one float, rounded as simd_fmadd rounds (fused here): the
- * kernels predict a particle alone with it, bit for bit as in a vector. */
-static inline float simd_fmadd1(float a, float b, float c) { return fmaf(a, b, c); }
 
 static inline simd_mask simd_lt(simd_f a, simd_f b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
 static inline simd_mask simd_mask_not(simd_mask m)

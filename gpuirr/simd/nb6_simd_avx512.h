@@ -7,7 +7,6 @@
 #define NB6_SIMD_ISA_H
 
 #include <immintrin.h>
-#include <math.h>
 
 #include <stddef.h>
 
@@ -28,10 +27,6 @@ static inline simd_f simd_min(simd_f a, simd_f b) { return _mm512_min_ps(a, b); 
 /* a*b + c and c - a*b */
 static inline simd_f simd_fmadd(simd_f a, simd_f b, simd_f c) { return _mm512_fmadd_ps(a, b, c); }
 static inline simd_f simd_fnmadd(simd_f a, simd_f b, simd_f c) { return _mm512_fnmadd_ps(a, b, c); }
-
-/* a*b + c on one float, rounded as simd_fmadd rounds (fused here): the
- * kernels predict a particle alone with it, bit for bit as in a vector. */
-static inline float simd_fmadd1(float a, float b, float c) { return fmaf(a, b, c); }
 
 static inline simd_mask simd_lt(simd_f a, simd_f b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
 static inline simd_mask simd_mask_not(simd_mask m) { return (simd_mask)~m; }

@@ -26,14 +26,6 @@ static inline simd_f simd_mul(simd_f a, simd_f b) { return a * b; }
 static inline simd_f simd_min(simd_f a, simd_f b) { return a < b ? a : b; }
 static inline simd_f simd_fmadd(simd_f a, simd_f b, simd_f c) { return a * b + c; }
 static inline simd_f simd_fnmadd(simd_f a, simd_f b, simd_f c) { return c - a * b; }
-
-/* a*b + c on one float, rounded as simd_fmadd rounds (it is simd_fmadd, in
- * lane 0): the kernels predict a particle alone with it, bit for bit as in
- * a vector. */
-static inline float simd_fmadd1(float a, float b, float c)
-{
-    return simd_lane0(simd_fmadd(simd_set1(a), simd_set1(b), simd_set1(c)));
-}
 static inline simd_mask simd_lt(simd_f a, simd_f b) { return a < b; }
 static inline simd_mask simd_mask_not(simd_mask m) { return !m; }
 static inline simd_f simd_keep(simd_f a, simd_mask m) { return m ? a : 0.0f; }

@@ -75,14 +75,6 @@ static inline __attribute__((always_inline)) void simd_load_fields8(const float 
 /* Lane 0 of v. */
 static inline float simd_lane0(simd_f v) { return _mm_cvtss_f32(v); }
 
-/* a*b + c on one float, rounded as simd_fmadd rounds (it is simd_fmadd, in
- * lane 0): the kernels predict a particle alone with it, bit for bit as in
- * a vector. */
-static inline float simd_fmadd1(float a, float b, float c)
-{
-    return simd_lane0(simd_fmadd(simd_set1(a), simd_set1(b), simd_set1(c)));
-}
-
 static inline double simd_hsum(simd_f v)
 {
     __m128d s = _mm_add_pd(_mm_cvtps_pd(v), _mm_cvtps_pd(_mm_movehl_ps(v, v)));
