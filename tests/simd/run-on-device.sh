@@ -20,7 +20,9 @@
 # and runs both alternately, ROUNDS (3) times: FIRR_VEC at 64k and 8k and
 # bench_gpuirr_blocks (NBODY6's small blocks), on 1 thread and all, into
 # $OUT/ab_gpuirr.log.  The lent machines drift, so a kernel change is
-# judged only there, run against run.
+# judged only there, run against run.  Both builds take CFLAGS from the
+# environment: CFLAGS="-O3 -march=native" gives the flags of the timing
+# runs (tests/plummer, nbody6_patch), none autoconf's default -g -O2.
 #
 #   tests/simd/run-on-device.sh            (from the top of the source tree)
 #
