@@ -40,8 +40,9 @@ dnl GPUIRR's kernels are intrinsics throughout; two GCC options keep their
 dnl code the same at every -O level (measured on the development EPYC):
 dnl -fno-tree-slp-vectorize, because the SLP vectorizer (on at -O3, and
 dnl cheaply at -O2 since GCC 12) moved the sixteen record offsets of a group
-dnl into vector registers and back at -O3 -march=native (295 instructions
-dnl per group of 16 pairs instead of 233); -fpeel-loops (on at -O3 only),
+dnl into vector registers and back in a variant of the kernel tried at
+dnl -O3 -march=native (295 instructions per group of 16 pairs instead of
+dnl 233: tests/simd/RESULTS.md, session 44); -fpeel-loops (on at -O3 only),
 dnl worth 7-10 % at 64k through the per-particle prefetch code.  Each is
 dnl kept only where the compiler takes it without a warning.
 GPUIRR_KERNEL_CFLAGS=
