@@ -354,7 +354,8 @@ if [ -n "${AB_LIBS:-}" ]; then
     else log "AB_LIBS: resident build FAILED (build-nbody6-resident.log)"; fi
     if [ -n "$ab_nb" ]; then
         ab_src=$(cd "$ab_dir" && pwd)
-        if ! { mkdir -p "$ab_libs" && cd "$ab_libs" &&
+        # afresh, as in step 1: make keeps objects newer than another tree's sources
+        if ! { rm -rf "$ab_libs" && mkdir -p "$ab_libs" && cd "$ab_libs" &&
                "$ab_src/configure" --with-cuda --with-cuda-arch=90 CFLAGS="-O3 -march=native" &&
                make -j"$jobs"; } > "$logs/nb6accel-ab-libs-build.log" 2>&1; then
             log "AB_LIBS: build of $ab_dir FAILED (nb6accel-ab-libs-build.log)"; ab_nb=

@@ -65,7 +65,8 @@ old_build=/tmp/nb6accel-simd-old-build
 if [ -n "${OLD_TREE:-}" ]; then
     old_src=$(cd "$OLD_TREE" && pwd)
     step "configure --without-cuda + make of $OLD_TREE"
-    mkdir -p "$old_build"
+    # afresh: objects left by a build with other CFLAGS would be kept by make
+    rm -rf "$old_build" && mkdir -p "$old_build"
     { (cd "$old_build" && "$old_src/configure" --without-cuda) &&
       make -C "$old_build" -j"$jobs" libgpuirr.la tests/simd/bench_gpuirr_simd tests/simd/bench_gpuirr_blocks; } \
         > "$OUT/build-old.log" 2>&1 || { tail -40 "$OUT/build-old.log"; echo "BUILD OF $OLD_TREE FAILED"; exit 1; }
