@@ -345,6 +345,8 @@ fi
 # here with the same configure, and one NBODY6 binary runs on either through
 # LD_LIBRARY_PATH, which NBODY6's RUNPATH lets win (checked with ldd first):
 # a change inside the libraries judged without a second NBODY6 build.
+# AB_LIBS_FLAGS: the other libraries' CFLAGS (default "-O3 -march=native", as
+# this tree's; "default": configure's own), so that dir = . judges the flags.
 if [ -n "${AB_LIBS:-}" ]; then
     IFS=: read -r ab_dir ab_n ab_cap ab_rounds ab_base <<< "$AB_LIBS"
     ab_libs=/tmp/nb6accel-ab-libs
@@ -354,9 +356,13 @@ if [ -n "${AB_LIBS:-}" ]; then
     else log "AB_LIBS: resident build FAILED (build-nbody6-resident.log)"; fi
     if [ -n "$ab_nb" ]; then
         ab_src=$(cd "$ab_dir" && pwd)
+        ab_flags=${AB_LIBS_FLAGS:--O3 -march=native}
+        ab_flag_args=(CFLAGS="$ab_flags")
+        [ "$ab_flags" = default ] && ab_flag_args=()
+        log "AB_LIBS: the other libraries from $ab_src, CFLAGS: $ab_flags"
         # afresh, as in step 1: make keeps objects newer than another tree's sources
         if ! { rm -rf "$ab_libs" && mkdir -p "$ab_libs" && cd "$ab_libs" &&
-               "$ab_src/configure" --with-cuda --with-cuda-arch=90 CFLAGS="-O3 -march=native" &&
+               "$ab_src/configure" --with-cuda --with-cuda-arch=90 "${ab_flag_args[@]}" &&
                make -j"$jobs"; } > "$logs/nb6accel-ab-libs-build.log" 2>&1; then
             log "AB_LIBS: build of $ab_dir FAILED (nb6accel-ab-libs-build.log)"; ab_nb=
         fi

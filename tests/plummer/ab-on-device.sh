@@ -10,7 +10,10 @@
 # BIN=path among a variant's VAR=VALUE runs that driver instead (an older
 # tree's build, to judge a change of code rather than of options);
 # AB_OLD_TREE=dir (a bootstrapped source tree, e.g. a git worktree of the
-# commit before the change) is built beside this one, and BIN=old names it.
+# commit before the change) is built beside this one, and BIN=old names it;
+# AB_OLD_FLAGS: its CFLAGS and FCFLAGS (default "-O3 -march=native", as this
+# tree's build; "default": configure's own), so that AB_OLD_TREE=. judges the
+# compiler flags alone.
 # Builds and runs the driver's tests through tests/plummer/run-on-device.sh
 # (no timing runs there), then ROUNDS rounds of every variant in turn at
 # N = AB_N (65536), t = 0..4, each within AB_LIMIT seconds (60).  Leaves in
@@ -28,10 +31,12 @@ bin=/tmp/nb6-plummer-build/tests/plummer/plummer_ac
 old_bin=
 if [ -n "${AB_OLD_TREE:-}" ]; then
   old_src=$(cd "$AB_OLD_TREE" && pwd)
-  mkdir -p /tmp/nb6-ab-old-build
+  old_flags=${AB_OLD_FLAGS:--O3 -march=native}
+  old_flag_args=(CFLAGS="$old_flags" FCFLAGS="$old_flags")
+  [ "$old_flags" = default ] && old_flag_args=()
+  rm -rf /tmp/nb6-ab-old-build && mkdir -p /tmp/nb6-ab-old-build
   (cd /tmp/nb6-ab-old-build &&
-    "$old_src/configure" --with-cuda-arch=90 CFLAGS="-O3 -march=native" FCFLAGS="-O3 -march=native" \
-      >configure.out 2>&1 &&
+    "$old_src/configure" --with-cuda-arch=90 "${old_flag_args[@]}" >configure.out 2>&1 &&
     make -j"$(nproc)" >make.out 2>&1 && make -j"$(nproc)" tests/plummer/plummer_ac >>make.out 2>&1) ||
     { tail -n 40 /tmp/nb6-ab-old-build/make.out; echo "BUILD OF $AB_OLD_TREE FAILED"; exit 1; }
   old_bin=/tmp/nb6-ab-old-build/tests/plummer/plummer_ac
@@ -42,6 +47,7 @@ limit=${AB_LIMIT:-60}
 rounds=${ROUNDS:-2}
 summary=$out/ab.txt
 : >"$summary"
+[ -n "$old_bin" ] && echo "BIN=old: $old_src built with CFLAGS and FCFLAGS: $old_flags" >>"$summary"
 machine_check() { sh "$src/tests/cores-check.sh" "machine ($1)" "$OMP_NUM_THREADS" >>"$summary"; }
 machine_check start
 : >"$out/ab-runs.log"
