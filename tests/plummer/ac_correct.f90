@@ -12,6 +12,8 @@ module ac_correct
   implicit none
   private
   public :: irregular_correct, irregular_correct_lanes, regular_correct, tstep, block_step_below
+  ! What ac_correct_lanes.inc needs, for its second copy in ac_correct_avx512.
+  public :: makino_ratio10, makino_margin, one3, one12, mantissa_bits
 
   !> Members per call of irregular_correct_lanes: one AVX-512 vector of doubles.
   integer, parameter, public :: lanes = 8
@@ -121,159 +123,7 @@ contains
     end if
   end subroutine irregular_correct
 
-  !> The prediction (NBODY6's JPRED; F and FDOT are acc/2 and jerk/6) and
-  !> irregular_correct for the members idx(1:m), m <= lanes,
-  !> lane by lane in loops the compiler turns into vector code: the scalar
-  !> corrector's arithmetic (divisions, square roots, the step choice with
-  !> its branches) held each core some 160-310 ns per step on the H100 box's
-  !> Xeon, also with the member's data in its cache (session 32).  The same
-  !> operations in the same order; a lane whose step is not a power of two, or
-  !> whose Makino bound needs pow, goes to irregular_correct instead.
-  !> Lanes m+1.. of firr, fd must hold finite values (they are computed, never
-  !> stored).  Returns the predicted state in xp, vp, which the caller stores
-  !> in X, XDOT only in blocks with regular bodies: nothing else reads it.
-  subroutine irregular_correct_lanes(m, idx, firr, fd, regular_due, xp, vp)
-    integer, intent(in) :: m, idx(lanes)
-    real(dp), intent(in) :: firr(lanes,3), fd(lanes,3)
-    logical, intent(in) :: regular_due(lanes)
-    real(dp), intent(out) :: xp(lanes,3), vp(lanes,3)
-    real(dp), parameter :: ratio10(5) = makino_ratio10, margin = makino_margin, two52 = 2.0_dp**52
-    real(dp), dimension(lanes,3) :: x0l, v0l, fl, fdl, fil, fidl, frl, frdl, x0n, v0n, fn, fdn
-    real(dp), dimension(lanes) :: t0l, t0rl, sl, srl, dtsq, rdt, rdt2, ttmp, dt0, dv2, f2, y, t2, &
-        stepn, dtr, ff2, fd2, f2d2, f3d2, num, den
-    logical, dimension(lanes) :: scalar, pow2
-    logical :: smax_pow2
-    real(dp) :: s, at3, bt2, sv, df, fdum, d2, d3, q, qt, dvs, cand, up, down, keep, tn, t4, t8, st, sd, d0, sr, s2, smx
-    integer :: l, c, i, src
-
-    smax_pow2 = iand(transfer(smax, 0_int64), mantissa_bits) == 0
-    ! Gather; lanes past m repeat lane 1 (computed, never stored).
-    do l = 1, lanes
-      src = merge(l, 1, l <= m)
-      i = idx(src)
-      do c = 1, 3
-        x0l(l,c) = x0(c,i); v0l(l,c) = x0dot(c,i); fl(l,c) = f(c,i); fdl(l,c) = fdot(c,i)
-        fil(l,c) = fi(c,i); fidl(l,c) = fidot(c,i); frl(l,c) = fr(c,i); frdl(l,c) = frdot(c,i)
-      end do
-      t0l(l) = t0(i); t0rl(l) = t0r(i); sl(l) = step(i); srl(l) = stepr(i)
-      pow2(l) = smax_pow2 .and. sl(l) > 0 .and. iand(transfer(sl(l), 0_int64), mantissa_bits) == 0
-    end do
-
-    !$omp simd private(s, c, at3, bt2, sv, df, fdum, d2, d3)
-    do l = 1, lanes
-      s = time - t0l(l)
-      dtsq(l) = s * s
-      rdt(l) = 1.0_dp / s
-      rdt2(l) = rdt(l) * rdt(l)
-      ff2(l) = 0; fd2(l) = 0; f2d2(l) = 0; f3d2(l) = 0
-      do c = 1, 3
-        xp(l,c) = ((fdl(l,c) * s + fl(l,c)) * s + v0l(l,c)) * s + x0l(l,c)
-        vp(l,c) = (fdl(l,c) * (1.5_dp * s) + fl(l,c)) * (2.0_dp * s) + v0l(l,c)
-        df = fil(l,c) - firr(l,c)
-        sv = fidl(l,c) + fd(l,c)
-        at3 = 2.0_dp * df + s * sv
-        bt2 = -3.0_dp * df - s * (sv + fidl(l,c))
-        x0n(l,c) = xp(l,c) + (0.6_dp * at3 + bt2) * dtsq(l) * one12
-        v0n(l,c) = vp(l,c) + (0.75_dp * at3 + bt2) * s * one3
-        d2 = (3.0_dp * at3 + bt2) * (2.0_dp * rdt2(l))
-        d3 = at3 * (6.0_dp * rdt2(l) * rdt(l))
-        fdum = firr(l,c) + frl(l,c)
-        ff2(l) = ff2(l) + fdum**2
-        fd2(l) = fd2(l) + fd(l,c)**2
-        f2d2(l) = f2d2(l) + d2**2
-        f3d2(l) = f3d2(l) + d3**2
-      end do
-      ! tstep
-      num(l) = sqrt(ff2(l) * f2d2(l)) + fd2(l)
-      den(l) = sqrt(fd2(l) * f3d2(l)) + f2d2(l)
-      ttmp(l) = merge(sqrt(eta_i * num(l) / merge(den(l), 1.0_dp, den(l) > 0)), huge(1.0_dp), den(l) > 0)
-    end do
-
-    ! Makino's test where irregular_correct makes it, and the new step with
-    ! irregular_correct's branches as selections (nested merges: .and. and
-    ! .or. become branches, which keep gfortran from vectorising the loop).
-    ! Every step here is a power of two, so t / p is exact, as in is_multiple;
-    ! q == aint(q) (which gfortran does not vectorise) as q rounded to an
-    ! integer by adding and subtracting 2**52 (beyond, every double is one).
-    !$omp simd private(dvs, cand)
-    do l = 1, lanes
-      dv2(l) = (vp(l,1) - v0n(l,1))**2 + (vp(l,2) - v0n(l,2))**2 + (vp(l,3) - v0n(l,3))**2
-      f2(l) = firr(l,1)**2 + firr(l,2)**2 + firr(l,3)**2
-      dvs = merge(merge(dv2(l), 1.0_dp, dv2(l) > 0), 1.0_dp, ttmp(l) > stepj)
-      y(l) = 1.0e-6_dp * sl(l)**2 * f2(l) / dvs
-      cand = merge(40.0_dp, merge(15.0_dp, merge(6.0_dp, merge(1.5_dp, merge(0.75_dp, 0.25_dp, &
-          y(l) > ratio10(1)), y(l) > ratio10(2)), y(l) > ratio10(3)), y(l) > ratio10(4)), y(l) > ratio10(5)) * sl(l)
-      dt0(l) = merge(merge(merge(cand, ttmp(l), cand < ttmp(l)), ttmp(l), dv2(l) > 0), ttmp(l), ttmp(l) > stepj)
-    end do
-    ! merge() of a module variable or an array element is a branch to gfortran.
-    smx = smax
-    !$omp simd private(q, qt, t4, t8, st, sd, d0)
-    do l = 1, lanes
-      st = sl(l)
-      d0 = dt0(l)
-      sd = merge(2.0_dp * st, smx, 2.0_dp * st < smx)
-      t4 = merge(2.0_dp * sd, smx, 2.0_dp * sd < smx)
-      qt = time / (2.0_dp * sd)
-      q = min(qt, two52)
-      t8 = merge(t4, sd, (q + two52) - two52 == q)
-      t2(l) = merge(t8, sd, d0 > 10.0_dp * sd)
-    end do
-    !$omp simd private(q, qt, up, down, keep, tn, st, d0, sr, s2)
-    do l = 1, lanes
-      st = sl(l)
-      d0 = dt0(l)
-      sr = srl(l)
-      s2 = t2(l)
-      qt = time / (2.0_dp * st)
-      q = min(qt, two52)
-      up = merge(s2, st, (q + two52) - two52 == q)
-      down = merge(0.25_dp * st, 0.5_dp * st, 0.5_dp * st > d0)
-      keep = merge(down, st, d0 < st)
-      tn = merge(up, keep, d0 > 2.0_dp * st)
-      stepn(l) = merge(tn, sr, tn < sr)
-    end do
-    !$omp simd
-    do l = 1, lanes
-      dtr(l) = time - t0rl(l)
-      do c = 1, 3
-        fn(l,c) = 0.5_dp * (frdl(l,c) * dtr(l) + frl(l,c) + firr(l,c))
-        fdn(l,c) = (frdl(l,c) + fd(l,c)) / 6.0_dp
-      end do
-    end do
-
-    ! Lanes for irregular_correct: a step not a power of two, or a Makino
-    ! bound that needs pow (y near a tenth power of a ratio, or not finite).
-    do l = 1, m
-      scalar(l) = .not. pow2(l)
-      if (ttmp(l) > stepj .and. dv2(l) > 0) then
-        if (.not. (y(l) > 0 .and. y(l) < huge(1.0_dp))) then
-          scalar(l) = .true.
-        else if (any(abs(y(l) - ratio10) <= margin * ratio10)) then
-          scalar(l) = .true.
-        end if
-      end if
-    end do
-
-    ! Scatter.
-    do l = 1, m
-      i = idx(l)
-      if (scalar(l)) then
-        call irregular_correct(i, xp(l,:), vp(l,:), firr(l,:), fd(l,:), regular_due(l))
-        cycle
-      end if
-      do c = 1, 3
-        x0(c,i) = x0n(l,c); x0dot(c,i) = v0n(l,c); fi(c,i) = firr(l,c); fidot(c,i) = fd(l,c)
-      end do
-      t0(i) = time
-      step(i) = stepn(l)
-      if (.not. regular_due(l)) then
-        do c = 1, 3
-          f(c,i) = fn(l,c); fdot(c,i) = fdn(l,c)
-        end do
-        regdue(i) = time + stepn(l) >= t0rl(l) + srl(l)
-      end if
-    end do
-  end subroutine irregular_correct_lanes
+  include 'ac_correct_lanes.inc'
 
   !> Regular step of body i (after its irregular step at the same time).
   !> xi, xidot: its predicted state; freg, fdr: regular force and jerk from

@@ -20,6 +20,7 @@ module ac_integrator
   use ac_state
   use ac_blocks, only: blocks_next, blocks_move
   use ac_correct, only: irregular_correct_lanes, lanes, regular_correct
+  use ac_correct_avx512, only: irregular_correct_lanes_avx512 => irregular_correct_lanes
   use ac_forces, only: regular_chunk_start, regular_chunk_finish, regular_chunk_collect, &
       regular_chunk_lists, send_particle, upload_stale_jparticles, xi, vi, gacc, gjrk, listgp, gf, gfd
   use ac_clock, only: wall_seconds
@@ -230,7 +231,11 @@ contains
         fl(l,:) = fl(1,:)
         fdl(l,:) = fdl(1,:)
       end do
-      call irregular_correct_lanes(m, idx, fl, fdl, dl, xl, vl)
+      if (lanes_avx512) then
+        call irregular_correct_lanes_avx512(m, idx, fl, fdl, dl, xl, vl)
+      else
+        call irregular_correct_lanes(m, idx, fl, fdl, dl, xl, vl)
+      end if
       do l = 1, m
         k = k0 + l - 1
         i = idx(l)

@@ -89,6 +89,9 @@ module ac_run
     !> with N/64 (and 0.78-0.80 s with N/16): rebuilt lists are also in
     !> index order, which later blocks walk faster.
     integer :: rebuild = 1024
+    !> The irregular corrector's lanes: 'auto' (the AVX-512 copy where the
+    !> CPU has AVX-512), 'generic' or 'avx512' (ac_correct_avx512.f90).
+    character(len=8) :: lanes = 'auto'
   end type run_options
 
   type :: run_result
@@ -106,7 +109,7 @@ module ac_run
     integer(int64) :: nreg_second = 0, nirr_second = 0, nblock_second = 0
     real(dp) :: mean_nb = 0, e0 = 0, e_end = 0, de_over_e = 0, q0 = 0, q_end = 0
     integer(int64) :: noverflow = 0
-    logical :: complete = .false., resident = .false., setjp_per_step = .false.
+    logical :: complete = .false., resident = .false., setjp_per_step = .false., lanes_avx512 = .false.
     integer :: gpu_irr_min = 0
   end type run_result
 
@@ -151,6 +154,7 @@ contains
     res%n = n
     res%nnb_target = nnb_target
     res%resident = resident
+    res%lanes_avx512 = lanes_avx512
     res%threads = 1
     !$ res%threads = omp_get_max_threads()
     res%tend = opt%tend
@@ -189,6 +193,8 @@ contains
           '  <NB> target = ', nnb_target, '  NNBMAX = ', nnbmax, '  NBMAX = ', nbmax, &
           '  SMAX = ', smax, '  NPACT = ', npact, '  NIMAX = ', nimax, '  prefetch = ', prefetch_ahead, &
           '  ascending = ', ascending_fraction, '  order = ', trim(merge('morton', 'given ', opt%morton))
+      write(output_unit, '(2a)') '# irregular corrector lanes: ', &
+          trim(merge('avx512 (ac_correct_avx512)', 'generic (ac_correct)      ', lanes_avx512))
       if (resident) then
         write(output_unit, '(3a)') '# GPUNB path: resident j-particles (GPUNB_SET_JP ', &
             trim(merge('per corrected step    ', 'once per regular block', setjp_per_step)), &
@@ -353,6 +359,21 @@ contains
       npact = 200
     end if
     if (opt%npact > 0) npact = opt%npact
+    select case (trim(opt%lanes))
+    case ('auto')
+      lanes_avx512 = cpu_has_avx512()
+    case ('generic')
+      lanes_avx512 = .false.
+    case ('avx512')
+      if (.not. cpu_has_avx512()) then
+        write(error_unit, '(a)') 'plummer_ac: -lanes avx512: this CPU (or its OS) does not run AVX-512 code'
+        stop 2
+      end if
+      lanes_avx512 = .true.
+    case default
+      write(error_unit, '(3a)') 'plummer_ac: -lanes "', trim(opt%lanes), '" is none of auto, generic, avx512'
+      stop 2
+    end select
     prefetch_ahead = max(opt%prefetch, 0)
     ascending_fraction = max(opt%ascending, 0)
     rebuild_fraction = max(opt%rebuild, 1)

@@ -5,7 +5,7 @@
 !> D3R are full derivatives.  No regularisation: IFIRST = 1, NTOT = N.
 module ac_state
   use, intrinsic :: iso_fortran_env, only: real64, int64
-  use, intrinsic :: iso_c_binding, only: c_ptr, c_int, c_loc
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_int, c_loc, c_bool
   implicit none
   public
 
@@ -62,6 +62,9 @@ module ac_state
   !> rebuild every level list on the team instead of moving one by one
   !> (run_options sets it).
   integer :: rebuild_fraction = 1024
+  !> The irregular corrector's lanes from ac_correct_avx512 (compiled for
+  !> AVX-512) instead of ac_correct (run_options sets it, from the CPU).
+  logical :: lanes_avx512 = .false.
 
   ! ---- particles -------------------------------------------------------------
   real(dp), allocatable, target :: body(:)
@@ -162,6 +165,16 @@ contains
     end interface
     call ac_prefetch_body(int(i, c_int))
   end subroutine prefetch_body
+
+  !> Whether this CPU runs ac_correct_avx512's code (ac_cpu.c).
+  logical function cpu_has_avx512()
+    interface
+      logical(c_bool) function ac_cpu_has_avx512() bind(C, name='ac_cpu_has_avx512')
+        import :: c_bool
+      end function ac_cpu_has_avx512
+    end interface
+    cpu_has_avx512 = ac_cpu_has_avx512()
+  end function cpu_has_avx512
 
   subroutine state_free()
     if (allocated(body)) then

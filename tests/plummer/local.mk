@@ -7,7 +7,8 @@
 # Override on the command line or in the environment, e.g.
 #   make plummer PLUMMER_N=65536 PLUMMER_ARGS="-etai 0.02 -etar 0.03"
 EXTRA_DIST += tests/plummer/README.md tests/plummer/plot-fig2.sh tests/plummer/run-on-device.sh tests/plummer/ab-on-device.sh tests/plummer/profile-on-device.sh tests/plummer/test_plummer_cli.sh \
-	tests/plummer/RESULTS.md tests/plummer/results-h100.csv tests/plummer/fig2-h100.png
+	tests/plummer/RESULTS.md tests/plummer/results-h100.csv tests/plummer/fig2-h100.png \
+	tests/plummer/ac_correct_lanes.inc
 
 if HAVE_FORTRAN
 # The integrator as a convenience library: shared by the program and the tests.
@@ -16,7 +17,13 @@ tests_plummer_libplummerac_la_SOURCES = tests/plummer/plummer_rng.f90 tests/plum
 	tests/plummer/plummer_model.f90 tests/plummer/ac_state.f90 tests/plummer/ac_clock.f90 tests/plummer/ac_profile.f90 \
 	tests/plummer/ac_blocks.f90 tests/plummer/ac_forces.f90 \
 	tests/plummer/ac_correct.f90 tests/plummer/ac_integrator.f90 tests/plummer/ac_run.f90 \
-	tests/plummer/ac_table.f90 tests/plummer/ac_prefetch.c
+	tests/plummer/ac_table.f90 tests/plummer/ac_prefetch.c tests/plummer/ac_cpu.c
+tests_plummer_libplummerac_la_LIBADD = tests/plummer/libplummerac_avx512.la
+# The corrector's lanes again, for AVX-512 (ac_correct_avx512.f90; configure
+# sets the flags); per-library flags need a library of their own.
+noinst_LTLIBRARIES += tests/plummer/libplummerac_avx512.la
+tests_plummer_libplummerac_avx512_la_SOURCES = tests/plummer/ac_correct_avx512.f90
+tests_plummer_libplummerac_avx512_la_FCFLAGS = $(AM_FCFLAGS) $(PLUMMER_LANES_FCFLAGS)
 
 noinst_PROGRAMS += tests/plummer/plummer_ac tests/plummer/plummer_gpu_usable
 tests_plummer_plummer_gpu_usable_SOURCES = tests/plummer/plummer_gpu_usable.c
@@ -44,8 +51,12 @@ tests/plummer/plummer_model.lo: tests/plummer/plummer_rng.lo tests/plummer/ac_or
 tests/plummer/ac_state.lo: libnb6accel_fmod.la
 tests/plummer/ac_blocks.lo: tests/plummer/ac_state.lo tests/plummer/ac_clock.lo
 tests/plummer/ac_forces.lo: tests/plummer/ac_correct.lo tests/plummer/ac_clock.lo tests/plummer/ac_order.lo
-tests/plummer/ac_correct.lo: tests/plummer/ac_state.lo
-tests/plummer/ac_integrator.lo: tests/plummer/ac_blocks.lo tests/plummer/ac_correct.lo \
+tests/plummer/ac_correct.lo: tests/plummer/ac_state.lo $(srcdir)/tests/plummer/ac_correct_lanes.inc
+# (Named through a variable: a literal target would make automake drop its
+# own compile rule for this object, which has flags of its own.)
+plummer_lanes_avx512_lo = tests/plummer/libplummerac_avx512_la-ac_correct_avx512.lo
+$(plummer_lanes_avx512_lo): tests/plummer/ac_correct.lo $(srcdir)/tests/plummer/ac_correct_lanes.inc
+tests/plummer/ac_integrator.lo: tests/plummer/ac_blocks.lo tests/plummer/ac_correct.lo $(plummer_lanes_avx512_lo) \
 	tests/plummer/ac_forces.lo tests/plummer/ac_profile.lo
 tests/plummer/ac_run.lo: tests/plummer/ac_integrator.lo tests/plummer/plummer_model.lo tests/plummer/ac_profile.lo \
 	tests/plummer/ac_order.lo

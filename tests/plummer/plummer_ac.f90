@@ -8,7 +8,7 @@
 !>              [-nbmax NB] [-smax S] [-npact NP] [-nimax NI] [-prefetch K] [-ascending F] [-order O] [-ic FILE] [-dump FILE] [-csv FILE]
 !>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-setjp W]
 !>              [-gpu-irr NMIN] [-gpu-irr-host on|off] [-irr-share on|off] [-irr-first on|off]
-!>              [-push NMIN] [-profile] [-q]
+!>              [-push NMIN] [-lanes L] [-profile] [-q]
 program plummer_ac
   use, intrinsic :: iso_fortran_env, only: real64, error_unit, output_unit
   use plummer_model, only: plummer_generate, plummer_read
@@ -77,6 +77,9 @@ program plummer_ac
     case ('-irr-first'); opt%irr_first = choice(arg, val, 'on', 'off')
     case ('-gpu-irr-host'); opt%gpu_irr_on_host = choice(arg, val, 'on', 'off')
     case ('-order'); opt%morton = choice(arg, val, 'morton', 'given')
+    case ('-lanes')
+      if (all(trim(val) /= [character(8) :: 'auto', 'generic', 'avx512'])) call bad(arg, val)
+      opt%lanes = val
     case default
       write(error_unit, '(3a)') 'plummer_ac: unknown option "', trim(arg), '" (try -help)'
       stop 2
@@ -186,6 +189,8 @@ contains
         '  -push NMIN      with -gpu-irr: after each block of at least NMIN bodies,', &
         '                  GPUNB_PUSH starts copying its records to the GPU (default:', &
         '                  N/8, at least the -gpu-irr NMIN; 0: never)', &
+        '  -lanes L        the irregular corrector''s code: auto (the default: the', &
+        '                  AVX-512 copy where the CPU has AVX-512), generic, avx512', &
         '  -q              no reports, only the final table'
   end subroutine usage
 

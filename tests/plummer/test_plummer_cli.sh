@@ -26,13 +26,15 @@ refused 'unknown option "-bogus"' -bogus 3
 refused 'bad value for -ascending: "-1"' -ascending -1
 refused 'cannot open initial conditions file' -ic /nonexistent/ic.txt
 refused 'bad value for -order: "hilbert"' -order hilbert
+refused 'bad value for -lanes: "sse"' -lanes sse
 refused 'bad value for -nimax: "0"' -nimax 0
 refused '-gpu-irr 512 needs -resident' -gpu-irr 512
-if "$driver" -n 512 -tend 0.25 -progress 0 -order morton -nimax 100 >"$out" 2>&1 &&
-   grep -q 'order = morton' "$out" && grep -q 'NIMAX = 100 ' "$out"; then
-  pass=$((pass + 1)); echo "PASS: -order morton -nimax 100 run and say so"
+if "$driver" -n 512 -tend 0.25 -progress 0 -order morton -nimax 100 -lanes generic >"$out" 2>&1 &&
+   grep -q 'order = morton' "$out" && grep -q 'NIMAX = 100 ' "$out" &&
+   grep -q 'corrector lanes: generic' "$out"; then
+  pass=$((pass + 1)); echo "PASS: -order morton -nimax 100 -lanes generic run and say so"
 else
-  fail=$((fail + 1)); echo "FAIL: -order morton -nimax 100:"; cat "$out"
+  fail=$((fail + 1)); echo "FAIL: -order morton -nimax 100 -lanes generic:"; cat "$out"
 fi
 if "$driver" -n 512 -tend 0.25 -q -progress 0 -profile >"$out" 2>&1 &&
    grep -q '^# Block profile' "$out" && grep -q '^#   all ' "$out"; then
