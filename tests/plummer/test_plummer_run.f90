@@ -11,8 +11,9 @@
 !> 2e-8 of E (a sixth of that run's |dE/E|) where it runs on a GPU, whose
 !> float forces may round differently on the two paths (a record left stale
 !> costs 1e-6 or more); the AVX-512 copy of the irregular corrector ends
-!> where the generic one does, bit for bit.  These runs pass at most 128 bodies per GPUNB_REGF
-!> call, so that blocks take several calls, as at large N.  With -gpu-irr 32
+!> where the generic one does, bit for bit.  These runs pass at most 128
+!> bodies per GPUNB_REGF call, so that blocks take several calls, as at
+!> large N.  With -gpu-irr 32
 !> (GPUNB's irregular force in double for blocks of >= 32, on the GPU where
 !> there is one) the energy is within 1e-7 of E of NBODY6's path.
 program test_plummer_run
