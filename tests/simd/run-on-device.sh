@@ -22,7 +22,8 @@
 # $OUT/ab_gpuirr.log.  The lent machines drift, so a kernel change is
 # judged only there, run against run.  Both builds take CFLAGS from the
 # environment: CFLAGS="-O3 -march=native" gives the flags of the timing
-# runs (tests/plummer, nbody6_patch), none autoconf's default -g -O2.
+# runs (tests/plummer, nbody6_patch), none configure's default (-g -O3
+# since session 45, autoconf's -g -O2 before).
 #
 #   tests/simd/run-on-device.sh            (from the top of the source tree)
 #
