@@ -15,7 +15,9 @@
 # and prints the table of all runs.  Leaves in $OUT: plummer-device.log
 # (hardware, build, tests, summary lines, table), plummer-runs.log (every run
 # in full), plummer.csv, plummer-fig2.png (if gnuplot is there).
-# PLUMMER_ARGS go to every run.
+# PLUMMER_ARGS go to every run.  PLUMMER_FLAGS: the build's CFLAGS and
+# FCFLAGS (default "-O3 -march=native", as every figure in RESULTS.md before
+# session 46; "default": configure's own, as the README's commands build).
 set -u -o pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/plummer-device-out}
@@ -24,6 +26,9 @@ budget=${PLUMMER_BUDGET:-530}
 sizes=${PLUMMER_SIZES:-"65536 65536r 131072 131072r"}
 label=${PLUMMER_LABEL:-device}
 args=${PLUMMER_ARGS:-}
+flags=${PLUMMER_FLAGS:--O3 -march=native}
+flag_args=(CFLAGS="$flags" FCFLAGS="$flags")
+[ "$flags" = default ] && flag_args=()
 cd "$src" || exit 1
 . tests/device-setup.sh >/dev/null 2>&1
 start=$(date +%s)
@@ -36,8 +41,7 @@ elapsed() { echo $(( $(date +%s) - start )); }
   echo "== build"
   { test -x configure || ./bootstrap; } &&
   mkdir -p /tmp/nb6-plummer-build && cd /tmp/nb6-plummer-build &&
-  "$src/configure" --with-cuda-arch=90 CFLAGS="-O3 -march=native" FCFLAGS="-O3 -march=native" \
-    | tail -n 12 &&
+  "$src/configure" --with-cuda-arch=90 "${flag_args[@]}" | tail -n 12 &&
   make -j"$(nproc)" >make.out 2>&1 || { tail -n 40 make.out; echo "BUILD FAILED"; exit 1; }
   make -j"$(nproc)" tests/plummer/test_plummer_model tests/plummer/test_plummer_run >>make.out 2>&1 ||
     { tail -n 40 make.out; echo "BUILD OF TESTS FAILED"; exit 1; }
