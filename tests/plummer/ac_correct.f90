@@ -11,8 +11,9 @@ module ac_correct
   use ac_state
   implicit none
   private
-  public :: irregular_correct, irregular_correct_lanes, regular_correct, tstep, block_step_below
-  ! What ac_correct_lanes.inc needs, for its second copy in ac_correct_avx512.
+  public :: irregular_correct, regular_correct, tstep, block_step_below
+  ! What ac_correct_lanes.inc needs, for its copies in ac_correct_generic,
+  ! ac_correct_avx2 and ac_correct_avx512.
   public :: makino_ratio10, makino_margin, one3, one12, mantissa_bits
 
   !> Members per call of irregular_correct_lanes: one AVX-512 vector of doubles.
@@ -122,8 +123,6 @@ contains
       regdue(i) = time + step(i) >= t0r(i) + stepr(i)
     end if
   end subroutine irregular_correct
-
-  include 'ac_correct_lanes.inc'
 
   !> Regular step of body i (after its irregular step at the same time).
   !> xi, xidot: its predicted state; freg, fdr: regular force and jerk from

@@ -19,7 +19,9 @@ module ac_integrator
   use nb6accel
   use ac_state
   use ac_blocks, only: blocks_next, blocks_move
-  use ac_correct, only: irregular_correct_lanes, lanes, regular_correct
+  use ac_correct, only: lanes, regular_correct
+  use ac_correct_generic, only: irregular_correct_lanes_generic => irregular_correct_lanes
+  use ac_correct_avx2, only: irregular_correct_lanes_avx2 => irregular_correct_lanes
   use ac_correct_avx512, only: irregular_correct_lanes_avx512 => irregular_correct_lanes
   use ac_forces, only: regular_chunk_start, regular_chunk_finish, regular_chunk_collect, &
       regular_chunk_lists, send_particle, upload_stale_jparticles, xi, vi, gacc, gjrk, listgp, gf, gfd
@@ -231,11 +233,14 @@ contains
         fl(l,:) = fl(1,:)
         fdl(l,:) = fdl(1,:)
       end do
-      if (lanes_avx512) then
+      select case (lanes_level)
+      case (lanes_avx512)
         call irregular_correct_lanes_avx512(m, idx, fl, fdl, dl, xl, vl)
-      else
-        call irregular_correct_lanes(m, idx, fl, fdl, dl, xl, vl)
-      end if
+      case (lanes_avx2)
+        call irregular_correct_lanes_avx2(m, idx, fl, fdl, dl, xl, vl)
+      case default
+        call irregular_correct_lanes_generic(m, idx, fl, fdl, dl, xl, vl)
+      end select
       do l = 1, m
         k = k0 + l - 1
         i = idx(l)

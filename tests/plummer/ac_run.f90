@@ -89,8 +89,8 @@ module ac_run
     !> with N/64 (and 0.78-0.80 s with N/16): rebuilt lists are also in
     !> index order, which later blocks walk faster.
     integer :: rebuild = 1024
-    !> The irregular corrector's lanes: 'auto' (the AVX-512 copy where the
-    !> CPU has AVX-512), 'generic' or 'avx512' (ac_correct_avx512.f90).
+    !> The irregular corrector's lanes: 'auto' (the best copy the CPU runs),
+    !> 'generic', 'avx2' or 'avx512' (ac_correct_generic.f90, ...avx2, ...avx512).
     character(len=8) :: lanes = 'auto'
   end type run_options
 
@@ -109,8 +109,10 @@ module ac_run
     integer(int64) :: nreg_second = 0, nirr_second = 0, nblock_second = 0
     real(dp) :: mean_nb = 0, e0 = 0, e_end = 0, de_over_e = 0, q0 = 0, q_end = 0
     integer(int64) :: noverflow = 0
-    logical :: complete = .false., resident = .false., setjp_per_step = .false., lanes_avx512 = .false.
+    logical :: complete = .false., resident = .false., setjp_per_step = .false.
     integer :: gpu_irr_min = 0
+    !> The copy of the corrector's lanes that ran (ac_state's lanes_*).
+    integer :: lanes_level = lanes_generic
   end type run_result
 
 contains
@@ -154,7 +156,7 @@ contains
     res%n = n
     res%nnb_target = nnb_target
     res%resident = resident
-    res%lanes_avx512 = lanes_avx512
+    res%lanes_level = lanes_level
     res%threads = 1
     !$ res%threads = omp_get_max_threads()
     res%tend = opt%tend
@@ -193,8 +195,8 @@ contains
           '  <NB> target = ', nnb_target, '  NNBMAX = ', nnbmax, '  NBMAX = ', nbmax, &
           '  SMAX = ', smax, '  NPACT = ', npact, '  NIMAX = ', nimax, '  prefetch = ', prefetch_ahead, &
           '  ascending = ', ascending_fraction, '  order = ', trim(merge('morton', 'given ', opt%morton))
-      write(output_unit, '(2a)') '# irregular corrector lanes: ', &
-          trim(merge('avx512 (ac_correct_avx512)', 'generic (ac_correct)      ', lanes_avx512))
+      write(output_unit, '(5a)') '# irregular corrector lanes: ', trim(lanes_name(lanes_level)), &
+          ' (ac_correct_', trim(lanes_name(lanes_level)), ')'
       if (resident) then
         write(output_unit, '(3a)') '# GPUNB path: resident j-particles (GPUNB_SET_JP ', &
             trim(merge('per corrected step    ', 'once per regular block', setjp_per_step)), &
@@ -359,21 +361,19 @@ contains
       npact = 200
     end if
     if (opt%npact > 0) npact = opt%npact
-    select case (trim(opt%lanes))
-    case ('auto')
-      lanes_avx512 = cpu_has_avx512()
-    case ('generic')
-      lanes_avx512 = .false.
-    case ('avx512')
-      if (.not. cpu_has_avx512()) then
-        write(error_unit, '(a)') 'plummer_ac: -lanes avx512: this CPU (or its OS) does not run AVX-512 code'
+    if (trim(opt%lanes) == 'auto') then
+      lanes_level = cpu_lanes_level()
+    else if (any(trim(opt%lanes) == lanes_name)) then
+      lanes_level = findloc(lanes_name, trim(opt%lanes), dim=1) - 1
+      if (lanes_level > cpu_lanes_level()) then
+        write(error_unit, '(3a)') 'plummer_ac: -lanes ', trim(opt%lanes), &
+            ': this CPU (or its OS) does not run code of that level'
         stop 2
       end if
-      lanes_avx512 = .true.
-    case default
-      write(error_unit, '(3a)') 'plummer_ac: -lanes "', trim(opt%lanes), '" is none of auto, generic, avx512'
+    else
+      write(error_unit, '(3a)') 'plummer_ac: -lanes "', trim(opt%lanes), '" is none of auto, generic, avx2, avx512'
       stop 2
-    end select
+    end if
     prefetch_ahead = max(opt%prefetch, 0)
     ascending_fraction = max(opt%ascending, 0)
     rebuild_fraction = max(opt%rebuild, 1)

@@ -62,9 +62,11 @@ module ac_state
   !> rebuild every level list on the team instead of moving one by one
   !> (run_options sets it).
   integer :: rebuild_fraction = 1024
-  !> The irregular corrector's lanes from ac_correct_avx512 (compiled for
-  !> AVX-512) instead of ac_correct (run_options sets it, from the CPU).
-  logical :: lanes_avx512 = .false.
+  !> Which copy of the irregular corrector's lanes runs: ac_correct_generic,
+  !> ac_correct_avx2 or ac_correct_avx512 (run_options sets it, from the CPU).
+  integer, parameter :: lanes_generic = 0, lanes_avx2 = 1, lanes_avx512 = 2
+  character(len=*), parameter :: lanes_name(0:2) = [character(7) :: 'generic', 'avx2', 'avx512']
+  integer :: lanes_level = lanes_generic
 
   ! ---- particles -------------------------------------------------------------
   real(dp), allocatable, target :: body(:)
@@ -166,15 +168,20 @@ contains
     call ac_prefetch_body(int(i, c_int))
   end subroutine prefetch_body
 
-  !> Whether this CPU runs ac_correct_avx512's code (ac_cpu.c).
-  logical function cpu_has_avx512()
+  !> The best copy of the corrector's lanes this CPU runs (ac_cpu.c).
+  integer function cpu_lanes_level()
     interface
+      logical(c_bool) function ac_cpu_has_avx2() bind(C, name='ac_cpu_has_avx2')
+        import :: c_bool
+      end function ac_cpu_has_avx2
       logical(c_bool) function ac_cpu_has_avx512() bind(C, name='ac_cpu_has_avx512')
         import :: c_bool
       end function ac_cpu_has_avx512
     end interface
-    cpu_has_avx512 = ac_cpu_has_avx512()
-  end function cpu_has_avx512
+    cpu_lanes_level = lanes_generic
+    if (ac_cpu_has_avx2()) cpu_lanes_level = lanes_avx2
+    if (ac_cpu_has_avx512()) cpu_lanes_level = lanes_avx512
+  end function cpu_lanes_level
 
   subroutine state_free()
     if (allocated(body)) then

@@ -18,12 +18,18 @@ tests_plummer_libplummerac_la_SOURCES = tests/plummer/plummer_rng.f90 tests/plum
 	tests/plummer/ac_blocks.f90 tests/plummer/ac_forces.f90 \
 	tests/plummer/ac_correct.f90 tests/plummer/ac_integrator.f90 tests/plummer/ac_run.f90 \
 	tests/plummer/ac_table.f90 tests/plummer/ac_prefetch.c tests/plummer/ac_cpu.c
-tests_plummer_libplummerac_la_LIBADD = tests/plummer/libplummerac_avx512.la
-# The corrector's lanes again, for AVX-512 (ac_correct_avx512.f90; configure
-# sets the flags); per-library flags need a library of their own.
-noinst_LTLIBRARIES += tests/plummer/libplummerac_avx512.la
+tests_plummer_libplummerac_la_LIBADD = tests/plummer/libplummerac_generic.la tests/plummer/libplummerac_avx2.la \
+	tests/plummer/libplummerac_avx512.la
+# The corrector's lanes in three copies (ac_correct_lanes.inc; configure sets
+# their flags); per-library flags need a library of their own.
+noinst_LTLIBRARIES += tests/plummer/libplummerac_generic.la tests/plummer/libplummerac_avx2.la \
+	tests/plummer/libplummerac_avx512.la
+tests_plummer_libplummerac_generic_la_SOURCES = tests/plummer/ac_correct_generic.f90
+tests_plummer_libplummerac_generic_la_FCFLAGS = $(AM_FCFLAGS) $(PLUMMER_LANES_GENERIC_FCFLAGS)
+tests_plummer_libplummerac_avx2_la_SOURCES = tests/plummer/ac_correct_avx2.f90
+tests_plummer_libplummerac_avx2_la_FCFLAGS = $(AM_FCFLAGS) $(PLUMMER_LANES_AVX2_FCFLAGS)
 tests_plummer_libplummerac_avx512_la_SOURCES = tests/plummer/ac_correct_avx512.f90
-tests_plummer_libplummerac_avx512_la_FCFLAGS = $(AM_FCFLAGS) $(PLUMMER_LANES_FCFLAGS)
+tests_plummer_libplummerac_avx512_la_FCFLAGS = $(AM_FCFLAGS) $(PLUMMER_LANES_AVX512_FCFLAGS)
 
 noinst_PROGRAMS += tests/plummer/plummer_ac tests/plummer/plummer_gpu_usable
 tests_plummer_plummer_gpu_usable_SOURCES = tests/plummer/plummer_gpu_usable.c
@@ -51,12 +57,13 @@ tests/plummer/plummer_model.lo: tests/plummer/plummer_rng.lo tests/plummer/ac_or
 tests/plummer/ac_state.lo: libnb6accel_fmod.la
 tests/plummer/ac_blocks.lo: tests/plummer/ac_state.lo tests/plummer/ac_clock.lo
 tests/plummer/ac_forces.lo: tests/plummer/ac_correct.lo tests/plummer/ac_clock.lo tests/plummer/ac_order.lo
-tests/plummer/ac_correct.lo: tests/plummer/ac_state.lo $(srcdir)/tests/plummer/ac_correct_lanes.inc
+tests/plummer/ac_correct.lo: tests/plummer/ac_state.lo
 # (Named through a variable: a literal target would make automake drop its
-# own compile rule for this object, which has flags of its own.)
-plummer_lanes_avx512_lo = tests/plummer/libplummerac_avx512_la-ac_correct_avx512.lo
-$(plummer_lanes_avx512_lo): tests/plummer/ac_correct.lo $(srcdir)/tests/plummer/ac_correct_lanes.inc
-tests/plummer/ac_integrator.lo: tests/plummer/ac_blocks.lo tests/plummer/ac_correct.lo $(plummer_lanes_avx512_lo) \
+# own compile rule for these objects, which have flags of their own.)
+plummer_lanes_lo = tests/plummer/libplummerac_generic_la-ac_correct_generic.lo \
+	tests/plummer/libplummerac_avx2_la-ac_correct_avx2.lo tests/plummer/libplummerac_avx512_la-ac_correct_avx512.lo
+$(plummer_lanes_lo): tests/plummer/ac_correct.lo $(srcdir)/tests/plummer/ac_correct_lanes.inc
+tests/plummer/ac_integrator.lo: tests/plummer/ac_blocks.lo tests/plummer/ac_correct.lo $(plummer_lanes_lo) \
 	tests/plummer/ac_forces.lo tests/plummer/ac_profile.lo
 tests/plummer/ac_run.lo: tests/plummer/ac_integrator.lo tests/plummer/plummer_model.lo tests/plummer/ac_profile.lo \
 	tests/plummer/ac_order.lo

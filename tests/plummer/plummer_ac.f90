@@ -78,7 +78,7 @@ program plummer_ac
     case ('-gpu-irr-host'); opt%gpu_irr_on_host = choice(arg, val, 'on', 'off')
     case ('-order'); opt%morton = choice(arg, val, 'morton', 'given')
     case ('-lanes')
-      if (all(trim(val) /= [character(8) :: 'auto', 'generic', 'avx512'])) call bad(arg, val)
+      if (all(trim(val) /= [character(8) :: 'auto', 'generic', 'avx2', 'avx512'])) call bad(arg, val)
       opt%lanes = val
     case default
       write(error_unit, '(3a)') 'plummer_ac: unknown option "', trim(arg), '" (try -help)'
@@ -190,7 +190,7 @@ contains
         '                  GPUNB_PUSH starts copying its records to the GPU (default:', &
         '                  N/8, at least the -gpu-irr NMIN; 0: never)', &
         '  -lanes L        the irregular corrector''s code: auto (the default: the', &
-        '                  AVX-512 copy where the CPU has AVX-512), generic, avx512', &
+        '                  best copy the CPU runs), generic, avx2, avx512', &
         '  -q              no reports, only the final table'
   end subroutine usage
 

@@ -10,8 +10,8 @@
 !> of E where GPUNB runs on the host (the two give the same bits there), to
 !> 2e-8 of E (a sixth of that run's |dE/E|) where it runs on a GPU, whose
 !> float forces may round differently on the two paths (a record left stale
-!> costs 1e-6 or more); the AVX-512 copy of the irregular corrector ends
-!> where the generic one does, bit for bit.  These runs pass at most 128
+!> costs 1e-6 or more); the irregular corrector's generic, AVX2 and AVX-512
+!> copies (those the CPU runs) end in the same state, bit for bit.  These runs pass at most 128
 !> bodies per GPUNB_REGF call, so that blocks take several calls, as at
 !> large N.  With -gpu-irr 32
 !> (GPUNB's irregular force in double for blocks of >= 32, on the GPU where
@@ -20,6 +20,7 @@ program test_plummer_run
   use, intrinsic :: iso_fortran_env, only: real64, int64
   use plummer_model, only: plummer_generate
   use ac_run, only: run_options, run_result, run_plummer
+  use ac_state, only: lanes_generic, lanes_avx512, lanes_name
   use, intrinsic :: iso_c_binding, only: c_int
   implicit none
   interface
@@ -35,7 +36,7 @@ program test_plummer_run
   type(run_options) :: opt
   type(run_result) :: r1, r2, r3, r4, r5, r6, r7
   real(dp), allocatable :: body(:), x(:,:), v(:,:), xa(:,:), va(:,:), xb(:,:), vb(:,:)
-  integer :: npass, nfail, n
+  integer :: npass, nfail, n, level
   real(dp) :: tol_paths
   character(len=16) :: gpunb_env
   integer :: env_len, env_status
@@ -77,18 +78,24 @@ program test_plummer_run
       real(r1%nirr_second - r2%nirr_second, dp))
   call check('determinism: same energy error', r1%de_over_e == r2%de_over_e, r1%de_over_e - r2%de_over_e)
   call check('bodies moved', maxval(abs(xa - x)) > 1.0e-3_dp, maxval(abs(xa - x)))
-  ! The irregular corrector's two copies (ac_correct_avx512.f90): the same
-  ! operations, rounded alike, so the same trajectory bit for bit.
-  if (r1%lanes_avx512) then
-    opt%lanes = 'generic'
+  ! The irregular corrector's copies (ac_correct_lanes.inc): the same
+  ! operations, rounded alike, so the same trajectory bit for bit.  r1 ran
+  ! the best copy this CPU runs; each other one it runs must end there too.
+  do level = lanes_generic, lanes_avx512
+    if (level == r1%lanes_level) cycle
+    if (level > r1%lanes_level) then
+      write(*, '(3a)') 'SKIP: this CPU runs no ', trim(lanes_name(level)), &
+          ' code, so those corrector lanes were not compared'
+      cycle
+    end if
+    opt%lanes = lanes_name(level)
     call run_plummer(n, body, x, v, opt, r2, xb, vb)
-    opt%lanes = 'auto'
-    call check('AVX-512 corrector lanes: the generic ones'' final state bit for bit', &
-        all(xa == xb) .and. all(va == vb) .and. r1%nirr_second == r2%nirr_second .and. .not. r2%lanes_avx512, &
+    call check(trim(lanes_name(level)) // ' corrector lanes end where the ' // trim(lanes_name(r1%lanes_level)) &
+        // ' ones do, bit for bit', all(xa == xb) .and. all(va == vb) .and. &
+        r1%nirr_second == r2%nirr_second .and. r2%lanes_level == level, &
         max(maxval(abs(xa - xb)), maxval(abs(va - vb))))
-  else
-    write(*, '(a)') 'SKIP: this CPU runs no AVX-512 code, so the AVX-512 corrector lanes were not compared'
-  end if
+  end do
+  opt%lanes = 'auto'
   ! With -order morton the run numbers the bodies along a Morton curve but
   ! hands the final state back in the caller's order: it ends in nearly the
   ! same place body by body as the run in the given order (only the rounding
