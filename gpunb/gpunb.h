@@ -132,7 +132,12 @@ GPUNB_API void gpunb_get_stats(const gpunb *nb, gpunb_stats *out);
  * m >= 0.  Takes effect at the next gpunb_predict.  May be called from several
  * threads at once for distinct j.  The records are the memory the GPUs copy
  * from (pinned), so the first call after a gpunb_predict waits until that
- * copy is done (usually long done). */
+ * copy is done (usually long done).  They are written with streaming
+ * stores, which x86 orders before what other threads see only at a locked
+ * instruction or a fence: a thread that calls the handle's other routines
+ * after other threads set records must synchronise with them through the
+ * end of an OpenMP parallel region or a barrier, a mutex, or an atomic
+ * read-modify-write, not through a plain release store alone. */
 GPUNB_API int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3],
                                   const double f_half[3], const double fdot_sixth[3],
                                   double m, double t0);

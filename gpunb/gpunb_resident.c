@@ -13,6 +13,7 @@
 #include "gpunb_handle.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -39,6 +40,45 @@ static int wait_for_records(gpunb *nb)
             return st;
         }
     }
+}
+
+/* A record's two cache lines written whole with streaming stores.  Plain
+ * stores first fetch each line (NBODY6 and the driver set some 10^8
+ * scattered records per run at 64k) and then leave it in the writer's
+ * cache, where it displaces the correctors' and GPUIRR's data, although
+ * only a copy to the device reads it (the host only on the CPU back-ends).
+ * The 64k Plummer driver ran 0.2 s faster on average, most on the slower
+ * machines (tests/plummer/RESULTS.md, session 47).  Streaming stores are
+ * ordered by a locked instruction or a fence, not by a plain release
+ * store: hence gpunb_set_jparticle's rule in gpunb.h, and
+ * gpunb_records_fence before the handle reads records. */
+static void store_record(gpunb_jrecord *r, const double x0[3], const double v0[3], const double f_half[3],
+                         const double fdot_sixth[3], double m, double t0)
+{
+#if defined(__SSE2__)
+    _Static_assert(sizeof(gpunb_jrecord) == 16 * sizeof(double) && offsetof(gpunb_jrecord, v0) == 24 &&
+                       offsetof(gpunb_jrecord, f_half) == 48 && offsetof(gpunb_jrecord, fdot_sixth) == 72 &&
+                       offsetof(gpunb_jrecord, m) == 96 && offsetof(gpunb_jrecord, t0) == 104,
+                   "gpunb_jrecord: the stores below assume its layout");
+    double *d = (double *)r;
+    _mm_stream_pd(d + 0, _mm_loadu_pd(x0));
+    _mm_stream_pd(d + 2, _mm_set_pd(v0[0], x0[2]));
+    _mm_stream_pd(d + 4, _mm_loadu_pd(v0 + 1));
+    _mm_stream_pd(d + 6, _mm_loadu_pd(f_half));
+    _mm_stream_pd(d + 8, _mm_set_pd(fdot_sixth[0], f_half[2]));
+    _mm_stream_pd(d + 10, _mm_loadu_pd(fdot_sixth + 1));
+    _mm_stream_pd(d + 12, _mm_set_pd(t0, m));
+    _mm_stream_pd(d + 14, _mm_setzero_pd());
+#else
+    for (int k = 0; k < 3; k++) {
+        r->x0[k] = x0[k];
+        r->v0[k] = v0[k];
+        r->f_half[k] = f_half[k];
+        r->fdot_sixth[k] = fdot_sixth[k];
+    }
+    r->m = m;
+    r->t0 = t0;
+#endif
 }
 
 int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3],
@@ -73,15 +113,7 @@ int gpunb_set_jparticle(gpunb *nb, int j, const double x0[3], const double v0[3]
         if (st != GPUNB_OK)
             return st;
     }
-    gpunb_jrecord *r = &nb->rec[j];
-    for (int k = 0; k < 3; k++) {
-        r->x0[k] = x0[k];
-        r->v0[k] = v0[k];
-        r->f_half[k] = f_half[k];
-        r->fdot_sixth[k] = fdot_sixth[k];
-    }
-    r->m = m;
-    r->t0 = t0;
+    store_record(&nb->rec[j], x0, v0, f_half, fdot_sixth, m, t0);
     double lightest = atomic_load_explicit(&nb->lightest, memory_order_relaxed);
     while (m > 0.0 && (lightest == 0.0 || m < lightest) &&
            !atomic_compare_exchange_weak_explicit(&nb->lightest, &lightest, m, memory_order_relaxed,
@@ -131,6 +163,7 @@ int gpunb_predict(gpunb *nb, int nj, double t)
 
     if (!nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_predict: called before gpunb_open (handle is NULL)");
+    gpunb_records_fence();
     if (nb->in_flight)
         return gpunb_refuse_in_flight("gpunb_predict");
     if (nb->firr_in_flight)
@@ -200,6 +233,7 @@ int gpunb_regf_start(gpunb *nb, int ni, const int *j_index, const double *h2, co
 
     if (!nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: called before gpunb_open (handle is NULL)");
+    gpunb_records_fence();
     if (nb->in_flight)
         return gpunb_refuse_in_flight("gpunb_regf_start");
     if (!nb->predicted)
@@ -251,6 +285,7 @@ int gpunb_regf_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3], double *pot
 
     if (!nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_finish: called before gpunb_open (handle is NULL)");
+    gpunb_records_fence();
     if (!nb->in_flight)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_finish: no regular force in flight: call gpunb_regf_start first");
     if (!acc || !jrk || !list)
