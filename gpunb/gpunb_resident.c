@@ -233,7 +233,6 @@ int gpunb_regf_start(gpunb *nb, int ni, const int *j_index, const double *h2, co
 
     if (!nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: called before gpunb_open (handle is NULL)");
-    gpunb_records_fence();
     if (nb->in_flight)
         return gpunb_refuse_in_flight("gpunb_regf_start");
     if (!nb->predicted)
