@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 static _Thread_local char last_error[NB6_ERRMSG_LEN];
 
@@ -121,6 +124,32 @@ static int check_vec(const char *routine, const char *arg, int addr, const doubl
     return GPUIRR_OK;
 }
 
+/* A record's two cache lines written whole (pads 0) with streaming
+ * stores.  Plain stores first fetch both lines, although the call
+ * overwrites them, and then leave them in the writer's cache, where they
+ * displace the caller's own data (NBODY6 and the Plummer driver set one
+ * record per irregular step, 10^8 per run at 64k); GPUNB's records are
+ * written the same way (gpunb_resident.c).  Streaming stores are ordered
+ * only by a locked instruction or a fence: hence the rule in gpuirr.h, and
+ * gpuirr_records_fence before gpuirr_force reads records. */
+static void store_record(float *dst, const float r[GPUIRR_REC])
+{
+#if defined(__SSE2__)
+    for (int k = 0; k < GPUIRR_REC; k += 4)
+        _mm_stream_ps(dst + k, _mm_loadu_ps(r + k));
+#else
+    memcpy(dst, r, GPUIRR_REC * sizeof(float));
+#endif
+}
+
+/* This thread's own streaming stores, before a read of the records. */
+static inline void gpuirr_records_fence(void)
+{
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+}
+
 int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3], const double v0[3],
                         const double f_half[3], const double fdot_sixth[3], double mass, double t0)
 {
@@ -146,8 +175,6 @@ int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3], const double v0
     if (g->dev && (st = gpuirr_device_set_particle(g, addr, x0, v0, f_half, fdot_sixth, mass, t0)))
         return st;
     if (g->rec) {
-        /* One record, both lines written whole (pads 0): the line pair is
-         * owned by this call, and the next force reads it as it is. */
         float r[GPUIRR_REC] = {0};
         for (int k = 0; k < 3; k++) {
             nb6_split(x0[k], &r[GPUIRR_REC_XHI + k], &r[GPUIRR_REC_XLO + k]);
@@ -157,7 +184,7 @@ int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3], const double v0
         }
         r[GPUIRR_REC_MASS] = (float)mass;
         nb6_split(t0, &r[GPUIRR_REC_T0HI], &r[GPUIRR_REC_T0LO]);
-        memcpy(g->rec + (size_t)s * GPUIRR_REC, r, sizeof r);
+        store_record(g->rec + (size_t)s * GPUIRR_REC, r);
         return GPUIRR_OK;
     }
     for (int k = 0; k < 3; k++) {
@@ -301,6 +328,7 @@ int gpuirr_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*
         g->stats.time_device += call;
         return GPUIRR_OK;
     }
+    gpuirr_records_fence();
     gpuirr_team team = {0.0, 0.0, 0};
     double interactions = g->kernel->force(g, ni, addr, acc, jrk, &team);
     g->stats.force_calls++;
