@@ -10,13 +10,12 @@
  * Thread safety: gpuirr_set_particle and gpuirr_set_list may be called
  * concurrently from several threads for distinct indices (NBODY6 does so from
  * OpenMP loops).  Every other call on a handle must come from one thread at a
- * time; those may use OpenMP inside.  gpuirr_set_particle and
- * gpuirr_set_list write with streaming stores, which x86 orders before what
- * other threads see only at a locked instruction or a fence: the thread that
- * calls gpuirr_force after other threads set particles or lists must
- * synchronise with them through the end of an OpenMP parallel region or a
- * barrier, a mutex, or an atomic read-modify-write, not through a plain
- * release store alone.
+ * time; those may use OpenMP inside.  gpuirr_set_particle writes with
+ * streaming stores, which x86 orders before what other threads see only at a
+ * locked instruction or a fence: the thread that calls gpuirr_force after
+ * other threads set particles must synchronise with them through the end of
+ * an OpenMP parallel region or a barrier, a mutex, or an atomic
+ * read-modify-write, not through a plain release store alone.
  * Every function that can fail returns GPUIRR_OK (0) or a status code; the
  * reason is then in gpuirr_last_error() of the calling thread.
  */

@@ -142,8 +142,7 @@ static void store_record(float *dst, const float r[GPUIRR_REC])
 #endif
 }
 
-/* This thread's own streaming stores, before a read of the records and
- * lists. */
+/* This thread's own streaming stores, before a read of the records. */
 static inline void gpuirr_records_fence(void)
 {
 #if defined(__SSE2__)
@@ -229,18 +228,10 @@ int gpuirr_set_list(gpuirr *g, int addr, int n, const int *members)
     }
     if (g->dev && (st = gpuirr_device_set_list(g, addr, n, members)))
         return st;
-    /* Streamed as the records are (store_record), and for the same
-     * reason: one list per regular step, read only by gpuirr_force. */
     int *col = g->lists + (size_t)(addr - 1) * (size_t)g->lmax;
-#if defined(__SSE2__)
-    _mm_stream_si32(col, n);
-    for (int e = 0; e < n; e++)
-        _mm_stream_si32(col + 1 + e, GPUIRR_REC * (members[e] - 1));
-#else
     col[0] = n;
     for (int e = 0; e < n; e++)
         col[1 + e] = GPUIRR_REC * (members[e] - 1);
-#endif
     return GPUIRR_OK;
 }
 

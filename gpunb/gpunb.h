@@ -189,9 +189,7 @@ GPUNB_API int gpunb_irr_on_device(const gpunb *nb, int *on_device);
 /* Store the neighbour list of j-particle j: n members, 0-based j-particle
  * indices, each set before with gpunb_set_jparticle, never j itself; any
  * order; 0 <= n <= lmax - 1.  Copied.  May be called from several threads
- * at once for distinct j, with gpunb_set_jparticle's rule: the row is
- * written with streaming stores too.  A particle whose list was never set
- * has none. */
+ * at once for distinct j.  A particle whose list was never set has none. */
 GPUNB_API int gpunb_set_list(gpunb *nb, int j, int n, const int *members);
 
 /* Start copying the records and lists changed since the device last took

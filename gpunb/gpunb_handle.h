@@ -83,9 +83,9 @@ struct gpunb {
 #define NO_CONTRACTION
 #endif
 
-/* gpunb_set_jparticle and gpunb_set_list write with streaming stores
+/* gpunb_set_jparticle writes the records with streaming stores
  * (gpunb_resident.c), which later stores and copies may overtake.  The
- * routines that read records or lists, or start copies of them, fence this
+ * routines that read records, or start copies of them, fence this
  * thread's own first; other threads' are ordered by the synchronisation
  * gpunb.h asks of the caller. */
 static inline void gpunb_records_fence(void)

@@ -119,20 +119,10 @@ int gpunb_set_list(gpunb *nb, int j, int n, const int *members)
                               "gpunb_set_jparticle",
                               k, m, j);
     }
-    /* Streamed as the records are (gpunb_resident.c), and for the same
-     * reason: one list per regular step, which only the copies to the
-     * device and the host's irregular force read, behind
-     * gpunb_records_fence. */
     int *row = nb->lists + (size_t)j * (size_t)nb->irr_lmax;
-#if defined(__SSE2__)
-    _mm_stream_si32(row, n);
-    for (int k = 0; k < n; k++)
-        _mm_stream_si32(row + 1 + k, members[k]);
-#else
     row[0] = n;
     if (n > 0)
         memcpy(row + 1, members, sizeof(int) * (size_t)n);
-#endif
     nb->list_count[j] = n;
     if (gpunb_dirty_mark(nb->list_dirty, j))
         return gpunb_fail(GPUNB_ERESOURCE, "gpunb_set_list: out of host memory to note that list %d changed", j);
