@@ -5,6 +5,9 @@
 #define NB6_COMMON_H
 
 #include <stddef.h>
+#if defined(__SSE2__) && !defined(__CUDACC__)
+#include <emmintrin.h>
+#endif
 
 #if defined(__GNUC__)
 #define NB6_INTERNAL __attribute__((visibility("hidden")))
@@ -78,6 +81,17 @@ static inline int nb6_state_finite(const double a[3], const double b[3], const d
 NB6_INTERNAL NB6_NORETURN void nb6_legacy_stop(const char *message);
 NB6_INTERNAL void nb6_legacy_require_open(const void *handle, const char *routine,
                                           const char *opener, const char *closer);
+
+/* Orders this thread's earlier streaming stores (GPUNB's and GPUIRR's
+ * records, which only a locked instruction or a fence order) before what
+ * it does next: each library calls it before it reads its records or
+ * starts a copy of them. */
+static inline void nb6_stream_fence(void)
+{
+#if defined(__SSE2__) && !defined(__CUDACC__)
+    _mm_sfence();
+#endif
+}
 
 /* x as two floats, hi = (float)x and lo = (float)(x - hi), together good to
  * about 48 bits.  hi passes through an empty asm statement so that the

@@ -131,7 +131,7 @@ static int check_vec(const char *routine, const char *arg, int addr, const doubl
  * record per irregular step, 10^8 per run at 64k); GPUNB's records are
  * written the same way (gpunb_resident.c).  Streaming stores are ordered
  * only by a locked instruction or a fence: hence the rule in gpuirr.h, and
- * gpuirr_records_fence before gpuirr_force reads records. */
+ * nb6_stream_fence before gpuirr_force reads records. */
 static void store_record(float *dst, const float r[GPUIRR_REC])
 {
 #if defined(__SSE2__)
@@ -139,14 +139,6 @@ static void store_record(float *dst, const float r[GPUIRR_REC])
         _mm_stream_ps(dst + k, _mm_loadu_ps(r + k));
 #else
     memcpy(dst, r, GPUIRR_REC * sizeof(float));
-#endif
-}
-
-/* This thread's own streaming stores, before a read of the records. */
-static inline void gpuirr_records_fence(void)
-{
-#if defined(__SSE2__)
-    _mm_sfence();
 #endif
 }
 
@@ -328,7 +320,7 @@ int gpuirr_force(gpuirr *g, int ni, const int *addr, double (*acc)[3], double (*
         g->stats.time_device += call;
         return GPUIRR_OK;
     }
-    gpuirr_records_fence();
+    nb6_stream_fence();
     gpuirr_team team = {0.0, 0.0, 0};
     double interactions = g->kernel->force(g, ni, addr, acc, jrk, &team);
     g->stats.force_calls++;

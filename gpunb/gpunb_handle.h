@@ -9,9 +9,6 @@
 #define GPUNB_HANDLE_H
 
 #include <stdatomic.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "gpunb_backend.h"
 #include "gpunb_dirty.h"
@@ -86,14 +83,8 @@ struct gpunb {
 /* gpunb_set_jparticle writes the records with streaming stores
  * (gpunb_resident.c), which later stores and copies may overtake.  The
  * routines that read records, or start copies of them, fence this
- * thread's own first; other threads' are ordered by the synchronisation
- * gpunb.h asks of the caller. */
-static inline void gpunb_records_fence(void)
-{
-#if defined(__SSE2__)
-    _mm_sfence();
-#endif
-}
+ * thread's own first (nb6_stream_fence); other threads' are ordered by the
+ * synchronisation gpunb.h asks of the caller. */
 
 /* Same Horner form as NBODY6's JPRED and gpuirr_host_predict.  Static
  * inline here rather than a hidden function of one file: gpunb_resident.c

@@ -192,7 +192,7 @@ int gpunb_push(gpunb *nb)
 
     if (!nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_push: called before gpunb_open (handle is NULL)");
-    gpunb_records_fence();
+    nb6_stream_fence();
     if (nb->firr_in_flight)
         return gpunb_refuse_irregular_in_flight("gpunb_push");
     if (!nb->irr_on_device || !nb->irr_predicted || !nb->ops->push)
@@ -228,7 +228,7 @@ int gpunb_firr_start(gpunb *nb, int ni, const int *j_index, double t)
 
     if (!nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_firr_start: called before gpunb_open (handle is NULL)");
-    gpunb_records_fence();
+    nb6_stream_fence();
     if (nb->firr_in_flight)
         return gpunb_refuse_irregular_in_flight("gpunb_firr_start");
     if (!nb->irr_lmax)

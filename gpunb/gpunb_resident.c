@@ -16,6 +16,9 @@
 #include <stddef.h>
 #include <stdatomic.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* records_busy: 0 no copy reads the records; RECORDS_COPYING a copy may
  * (set by gpunb_predict); RECORDS_WAITING one caller waits for it.  The
@@ -51,7 +54,7 @@ static int wait_for_records(gpunb *nb)
  * machines (tests/plummer/RESULTS.md, session 47).  Streaming stores are
  * ordered by a locked instruction or a fence, not by a plain release
  * store: hence gpunb_set_jparticle's rule in gpunb.h, and
- * gpunb_records_fence before the handle reads records. */
+ * nb6_stream_fence before the handle reads records. */
 static void store_record(gpunb_jrecord *r, const double x0[3], const double v0[3], const double f_half[3],
                          const double fdot_sixth[3], double m, double t0)
 {
@@ -163,7 +166,7 @@ int gpunb_predict(gpunb *nb, int nj, double t)
 
     if (!nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_predict: called before gpunb_open (handle is NULL)");
-    gpunb_records_fence();
+    nb6_stream_fence();
     if (nb->in_flight)
         return gpunb_refuse_in_flight("gpunb_predict");
     if (nb->firr_in_flight)
@@ -284,7 +287,7 @@ int gpunb_regf_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3], double *pot
 
     if (!nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_finish: called before gpunb_open (handle is NULL)");
-    gpunb_records_fence();
+    nb6_stream_fence();
     if (!nb->in_flight)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_finish: no regular force in flight: call gpunb_regf_start first");
     if (!acc || !jrk || !list)
