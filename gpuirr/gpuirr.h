@@ -110,9 +110,10 @@ GPUIRR_API int gpuirr_predict_active(gpuirr *g, int ni, const int *addr, double 
  *   jrk[n] = sum_{j in L_i} m_j (dv/r^3 - 3 (dx.dv) dx / r^5).
  * Output row n belongs to addr[n].  An empty list gives exactly 0; r = 0
  * pairs contribute nothing.  Precision: the reference kernel ("scalar")
- * predicts and sums in double; the SIMD kernels store x0 and t0 as two
- * floats (about 48 bits), the rest in float, predict the displacement in
- * float and sum pairs in float, lanes in double. */
+ * predicts and sums in double; the SIMD kernels store x0 and t0 to 2^-40 of
+ * themselves (a float and 16 bits more; t0 exactly where t0 < 128 is a
+ * multiple of 2^-33), the rest in float, predict the displacement in float
+ * and sum pairs in float, lanes in double. */
 GPUIRR_API int gpuirr_force(gpuirr *g, int ni, const int *addr,
                             double (*acc)[3], double (*jrk)[3]);
 

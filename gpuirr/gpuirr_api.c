@@ -4,6 +4,7 @@
 #include "gpuirr_dispatch.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
@@ -72,7 +73,7 @@ int gpuirr_open(gpuirr **out, int nmax, int lmax)
     n = (size_t)nmax;
     int records_ok;
     if (g->kernel->float_records) {
-        g->rec = nb6_alloc_aligned(128, n * GPUIRR_REC * sizeof(float));
+        g->rec = nb6_alloc_aligned(64, n * GPUIRR_REC * sizeof(float));
         records_ok = g->rec != NULL;
     } else {
         g->x0 = nb6_alloc(n * sizeof(double[3]));
@@ -124,14 +125,46 @@ static int check_vec(const char *routine, const char *arg, int addr, const doubl
     return GPUIRR_OK;
 }
 
-/* A record's two cache lines written whole (pads 0) with streaming
- * stores.  Plain stores first fetch both lines, although the call
- * overwrites them, and then leave them in the writer's cache, where they
- * displace the caller's own data (NBODY6 and the Plummer driver set one
- * record per irregular step, 10^8 per run at 64k); GPUNB's records are
- * written the same way (gpunb_resident.c).  Streaming stores are ordered
- * only by a locked instruction or a fence: hence the rule in gpuirr.h, and
- * nb6_stream_fence before gpuirr_force reads records. */
+/* Four per record, 10^8 records per run at 64k: no libm calls (ldexp and
+ * nearbyint cost the Plummer driver 0.3 s of t = 2..4 there). */
+int gpuirr_lo16(double x, float hi)
+{
+    uint32_t bits;
+    memcpy(&bits, &hi, sizeof bits);
+    const int e = (int)(bits >> 23 & 0xff);
+    if (e < 40 || e == 0xff)
+        return 0;
+    /* 2^(166 - e), and x - hi times it: both exact */
+    const uint64_t scale_bits = (uint64_t)(166 - e + 1023) << 52;
+    double scale;
+    memcpy(&scale, &scale_bits, sizeof scale);
+    const double d = (x - (double)hi) * scale;
+#if defined(__SSE2__)
+    const int n = _mm_cvtsd_si32(_mm_set_sd(d)); /* to nearest, ties to even */
+#else
+    const int n = (int)lrint(d);
+#endif
+    /* |n| <= 2^15: +2^15 (a tie rounded down to hi) is kept as 2^15 - 1 */
+    return n > INT16_MAX ? INT16_MAX : n;
+}
+
+/* Two lo parts in one float field, a in the low half. */
+static float pack_lo16(int a, int b)
+{
+    const uint32_t w = (uint32_t)(uint16_t)a | (uint32_t)(uint16_t)b << 16;
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return f;
+}
+
+/* A record's cache line written whole with streaming stores.  Plain stores
+ * first fetch the line, although the call overwrites it, and then leave it
+ * in the writer's cache, where it displaces the caller's own data (NBODY6
+ * and the Plummer driver set one record per irregular step, 10^8 per run at
+ * 64k); GPUNB's records are written the same way (gpunb_resident.c).
+ * Streaming stores are ordered only by a locked instruction or a fence:
+ * hence the rule in gpuirr.h, and nb6_stream_fence before gpuirr_force
+ * reads records. */
 static void store_record(float *dst, const float r[GPUIRR_REC])
 {
 #if defined(__SSE2__)
@@ -167,15 +200,19 @@ int gpuirr_set_particle(gpuirr *g, int addr, const double x0[3], const double v0
     if (g->dev && (st = gpuirr_device_set_particle(g, addr, x0, v0, f_half, fdot_sixth, mass, t0)))
         return st;
     if (g->rec) {
-        float r[GPUIRR_REC] = {0};
+        float r[GPUIRR_REC], unused;
+        int lo[3];
         for (int k = 0; k < 3; k++) {
-            nb6_split(x0[k], &r[GPUIRR_REC_XHI + k], &r[GPUIRR_REC_XLO + k]);
+            nb6_split(x0[k], &r[GPUIRR_REC_XHI + k], &unused);
+            lo[k] = gpuirr_lo16(x0[k], r[GPUIRR_REC_XHI + k]);
             r[GPUIRR_REC_V + k] = (float)v0[k];
             r[GPUIRR_REC_F + k] = (float)f_half[k];
             r[GPUIRR_REC_FDOT + k] = (float)fdot_sixth[k];
         }
         r[GPUIRR_REC_MASS] = (float)mass;
-        nb6_split(t0, &r[GPUIRR_REC_T0HI], &r[GPUIRR_REC_T0LO]);
+        nb6_split(t0, &r[GPUIRR_REC_T0HI], &unused);
+        r[GPUIRR_REC_LO_TX] = pack_lo16(gpuirr_lo16(t0, r[GPUIRR_REC_T0HI]), lo[0]);
+        r[GPUIRR_REC_LO_YZ] = pack_lo16(lo[1], lo[2]);
         store_record(g->rec + (size_t)s * GPUIRR_REC, r);
         return GPUIRR_OK;
     }

@@ -26,12 +26,17 @@ struct gpuirr {
     double *mass, *t0;
 
     /* Records of the SIMD kernels (kernel->float_records): GPUIRR_REC
-     * floats per slot, laid out as GPUIRR_REC_* says, 128-byte aligned so
-     * that one record is one pair of cache lines (the adjacent-line
-     * prefetcher fetches the pair).  The position and the epoch are
-     * two-float pairs hi + lo (about 48 bits): x_j - x_i keeps full float
-     * precision far from the origin and for tight pairs, and t - t0 full
-     * float precision at any t.  Else NULL. */
+     * floats per slot, laid out as GPUIRR_REC_* says, 64-byte aligned so
+     * that one record is one cache line.  A list's members are scattered
+     * over all N, so a small block's force waits on one cache miss per
+     * member, and a core has few misses in flight (its line-fill buffers):
+     * one line per record instead of two gave 1.4-1.8 times the pairs per
+     * second on the H100 box's Xeon, one thread or sixteen.  The position
+     * and the epoch are a float hi and a 16-bit integer lo in units of
+     * 2^-16 of hi's ulp (gpuirr_lo16; about 40 bits): x_j - x_i keeps full
+     * float precision far from the origin and for pairs down to about
+     * 2^-16 |x| apart, and t0 is exact for t0 < 128 and every block time
+     * that is a multiple of 2^-33.  Else NULL. */
     float *rec;
 
     /* lists[s*lmax] = count, lists[s*lmax + 1 .. count] = the members as
@@ -84,20 +89,26 @@ typedef struct gpuirr_kernel {
 } gpuirr_kernel;
 
 enum {
-    GPUIRR_NMAX = 0x7fffffff / 32, /* lists hold GPUIRR_REC * slot as an int */
-    GPUIRR_REC = 32,      /* floats per record (two cache lines)             */
-    /* In the order the force uses them, each group a load of its own
-     * (fields 0..7, 8..15, 16..19), so that few are live at a time: */
+    GPUIRR_NMAX = 0x7fffffff / 32, /* lists hold GPUIRR_REC (<= 32) * slot  */
+    GPUIRR_REC = 16,      /* floats per record (one cache line)              */
+    /* In the order the force uses them, each half a load of its own (fields
+     * 0..7, 8..15), so that few are live at a time.  Two fields each hold
+     * two 16-bit lo parts (gpuirr_lo16), the first in the low half: */
     GPUIRR_REC_T0HI = 0,  /* t0 rounded to float                             */
-    GPUIRR_REC_T0LO = 1,  /* t0 - hi rounded to float                        */
+    GPUIRR_REC_LO_TX = 1, /* lo parts of t0 and x0                           */
     GPUIRR_REC_F = 2,     /* F = acc/2 (3)                                   */
     GPUIRR_REC_FDOT = 5,  /* FDOT = jerk/6 (3)                               */
     GPUIRR_REC_V = 8,     /* v0 (3)                                          */
-    GPUIRR_REC_XLO = 11,  /* x0 - hi, ... rounded to float (3)               */
-    GPUIRR_REC_MASS = 14, /* mass; float 15 is 0                             */
-    GPUIRR_REC_XHI = 16,  /* x0, y0, z0 rounded to float (3); 19..31 are 0   */
-    GPUIRR_REC_FIELDS = 20 /* fields the kernels load per member             */
+    GPUIRR_REC_XHI = 11,  /* x0, y0, z0 rounded to float (3)                 */
+    GPUIRR_REC_MASS = 14, /* mass                                            */
+    GPUIRR_REC_LO_YZ = 15 /* lo parts of y0 and z0                           */
 };
+
+/* The lo part of x beside hi = (float)x: (x - hi) in units of
+ * 2^-16 ulp(hi) = 2^(e - 166) (e: hi's biased exponent), rounded, so that
+ * x = hi + lo 2^(e - 166) to 2^-40 of |x|; 0 where e < 40 (|x| < 2^-87).
+ * The kernels rebuild that product exactly in float (simd_lo_unit). */
+NB6_INTERNAL int gpuirr_lo16(double x, float hi);
 
 NB6_INTERNAL extern const gpuirr_kernel gpuirr_kernel_scalar;
 /* SIMD kernels (gpuirr/simd/gpuirr_simd_kernel.c, one per level built). */

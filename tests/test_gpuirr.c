@@ -30,6 +30,8 @@ static void predict(const record *r, double t, double x[3], double v[3])
     }
 }
 
+static double norm(const double x[3]) { return sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]); }
+
 static double displacement(const record *r, const double x[3])
 {
     double d[3] = {x[0] - r->x0[0], x[1] - r->x0[1], x[2] - r->x0[2]};
@@ -38,11 +40,12 @@ static double displacement(const record *r, const double x[3])
 
 /* acc and jerk on particle a from its list at time t; scale = sum of the
  * magnitudes of the terms, the natural yardstick when terms cancel, each
- * weighted by (r + |d_i| + |d_j|) / r: the library predicts the displacement
- * d = x(t) - x0 in float, so dx is good to about eps (r + |d_i| + |d_j|)
- * (gpuirr.h; tests/simd/test_gpuirr_simd.c derives the same bound).  The
- * weight matters only for tight pairs that these random velocities carry
- * far beyond their separation, which a real step does not. */
+ * weighted by (r + |d_i| + |d_j| + 2^-16 (|x0_i| + |x0_j|)) / r: the library
+ * predicts the displacement d = x(t) - x0 in float and stores x0 to 2^-40 of
+ * itself, so dx is good to about eps times that numerator (gpuirr.h;
+ * tests/simd/test_gpuirr_simd.c derives the same bound).  The weight
+ * matters only for tight pairs that these random velocities carry far
+ * beyond their separation, which a real step does not. */
 static void reference(int a, double t, double acc[3], double jrk[3], double *ascale, double *jscale)
 {
     const int *col = lists + (size_t)(a - 1) * (size_t)lmax;
@@ -60,7 +63,8 @@ static void reference(int a, double t, double acc[3], double jrk[3], double *asc
         if (r2 == 0.0)
             continue;
         double r = sqrt(r2);
-        double weight = (r + di + displacement(&rec[j - 1], xj)) / r;
+        double stored = 0x1p-16 * (norm(rec[a - 1].x0) + norm(rec[j - 1].x0));
+        double weight = (r + di + displacement(&rec[j - 1], xj) + stored) / r;
         *ascale += weight * m / r2;
         *jscale += weight * 4.0 * m * vv / (r2 * r);
     }

@@ -5,14 +5,17 @@
  * selects the vector vocabulary nb6_simd_<level>.h (FFTW's way).  Each build
  * defines gpuirr_kernel_<level>; gpuirr_dispatch.c picks one at run time.
  *
- * Prediction happens here, per pair: each member's record (x0 and t0 as
- * two-float pairs, v0, F, FDOT, mass in float; gpuirr_internal.h) is loaded
- * once and predicted to t in float, as the displacement
- * d = dt (v0 + dt (F + dt FDOT)) and v = v0 + 2 dt (F + 1.5 dt FDOT), with
- * dt = (t_hi - t0_hi) + (t_lo - t0_lo).  The pair's separation is
+ * Prediction happens here, per pair: each member's record (one cache line:
+ * x0 and t0 as a float hi and a 16-bit lo, v0, F, FDOT, mass in float;
+ * gpuirr_internal.h) is loaded once and predicted to t in float, as the
+ * displacement d = dt (v0 + dt (F + dt FDOT)) and
+ * v = v0 + 2 dt (F + 1.5 dt FDOT), with dt = (t_hi - t0_hi) + (t_lo - t0_lo)
+ * (t as a two-float pair, t0_lo rebuilt from its 16 bits exactly in float,
+ * as x0_lo).  The pair's separation is
  *   dx = (x0_j,hi - x0_i,hi) + ((x0_j,lo + d_j) - (x0_i,lo + d_i)):
  * the hi difference is exact for neighbours (Sterbenz), and d is small
- * beside it, so dx is good to about a float ulp wherever the pair is.  The
+ * beside it, so dx is good to about a float ulp of itself wherever the pair
+ * is, down to separations of about 2^-16 |x0| (the stored lo's 16 bits).  The
  * i is predicted by the same vector operations on its broadcast record, so
  * a particle gets the same prediction as i and as a member (identical
  * records give r = 0 exactly).  Pair arithmetic in float; per-lane float
@@ -37,19 +40,31 @@ typedef struct predicted {
     simd_f lo[3], v[3];
 } predicted;
 
+/* The lo part of x0_k beside its hi part (gpuirr_lo16): the 16-bit integer
+ * as a float times the unit that hi's exponent gives, exact in float. */
+static inline __attribute__((always_inline)) simd_f rebuild_lo(simd_f n, simd_f hi)
+{
+    return simd_mul(n, simd_lo_unit(hi));
+}
+
 /* Prediction to t from the record's fields 0..7 (epoch, F, FDOT) and
- * 8..15 (v0, x0_lo), in two stages so that a member's first group of
- * fields is used up before its second is loaded.  The loops over x, y, z
- * are unrolled by request: GCC -O2 otherwise kept these arrays of vectors
- * on the stack (271 instructions per group of pairs instead of 233). */
+ * 8..15 (v0, x0_hi, mass), in two stages so that a member's first group of
+ * fields is used up before its second is loaded (but x0_lo's integer, which
+ * shares a field with t0_lo's).  The loops over x, y, z are unrolled by
+ * request: GCC -O2 otherwise kept these arrays of vectors on the stack (271
+ * instructions per group of pairs instead of 233). */
 typedef struct partial_prediction {
     simd_f dt, dt2, pos[3], vel[3]; /* F + dt FDOT, F + 1.5 dt FDOT */
+    simd_f x_lo16;                  /* x0_lo's integer, as a float */
 } partial_prediction;
 
 static inline __attribute__((always_inline)) partial_prediction predict_first(const simd_f f[8], t_pair t)
 {
     partial_prediction p;
-    p.dt = simd_add(simd_sub(t.hi, f[GPUIRR_REC_T0HI]), simd_sub(t.lo, f[GPUIRR_REC_T0LO]));
+    const simd_f lo_tx = f[GPUIRR_REC_LO_TX];
+    const simd_f t0_lo = rebuild_lo(simd_int16_lo(lo_tx), f[GPUIRR_REC_T0HI]);
+    p.x_lo16 = simd_int16_hi(lo_tx);
+    p.dt = simd_add(simd_sub(t.hi, f[GPUIRR_REC_T0HI]), simd_sub(t.lo, t0_lo));
     p.dt2 = simd_add(p.dt, p.dt);
     const simd_f dt15 = simd_mul(simd_set1(1.5f), p.dt);
 #pragma GCC unroll 3
@@ -64,11 +79,14 @@ static inline __attribute__((always_inline)) partial_prediction predict_first(co
 static inline __attribute__((always_inline)) predicted predict_second(const partial_prediction *p,
                                                                       const simd_f f[8])
 {
+    const simd_f lo_yz = f[GPUIRR_REC_LO_YZ - 8];
+    const simd_f lo16[3] = {p->x_lo16, simd_int16_lo(lo_yz), simd_int16_hi(lo_yz)};
     predicted q;
 #pragma GCC unroll 3
     for (int k = 0; k < 3; k++) {
         const simd_f v0 = f[GPUIRR_REC_V - 8 + k];
-        q.lo[k] = simd_fmadd(p->dt, simd_fmadd(p->dt, p->pos[k], v0), f[GPUIRR_REC_XLO - 8 + k]);
+        const simd_f x0_lo = rebuild_lo(lo16[k], f[GPUIRR_REC_XHI - 8 + k]);
+        q.lo[k] = simd_fmadd(p->dt, simd_fmadd(p->dt, p->pos[k], v0), x0_lo);
         q.v[k] = simd_fmadd(p->dt2, p->vel[k], v0);
     }
     return q;
@@ -92,13 +110,13 @@ typedef struct i_sums {
 static inline __attribute__((always_inline)) void add_pairs(i_sums *q, const float *rec, const int *idx,
                                                             t_pair t, simd_mask keep)
 {
-    simd_f f[8], xh[4];
+    simd_f f[8];
     simd_load_fields8(rec, idx, 0, f);
     const partial_prediction pp = predict_first(f, t);
     simd_load_fields8(rec, idx, 8, f);
     const predicted p = predict_second(&pp, f);
     const simd_f mass = simd_keep(f[GPUIRR_REC_MASS - 8], keep);
-    simd_load_fields4(rec, idx, GPUIRR_REC_XHI, xh);
+    const simd_f *xh = f + GPUIRR_REC_XHI - 8;
     simd_f dvx = simd_sub(p.v[0], simd_set1(q->v[0]));
     simd_f dvy = simd_sub(p.v[1], simd_set1(q->v[1]));
     simd_f dvz = simd_sub(p.v[2], simd_set1(q->v[2]));
@@ -147,13 +165,8 @@ static inline void prefetch_line(const void *p)
 #endif
 }
 
-/* Both lines of a record: the adjacent-line prefetcher would bring the
- * second only as far as L2, a prefetch brings it to L1 with the first. */
-static inline void prefetch_record(const float *r)
-{
-    prefetch_line(r);
-    prefetch_line(r + 16);
-}
+/* A record: one line. */
+static inline void prefetch_record(const float *r) { prefetch_line(r); }
 
 /* Prefetches of the records of the next list, spread over the groups of
  * this one: members are scattered over all N, so without them every pair

@@ -40,6 +40,36 @@ static inline simd_mask simd_first(int n)
     return _mm256_cmp_ps(lane, _mm256_set1_ps((float)(n < SIMD_VL ? n : SIMD_VL)), _CMP_LT_OQ);
 }
 
+/* The lo parts of a GPUIRR record (see nb6_simd_avx512.h).  AVX has no
+ * 256-bit integer operations: each 128-bit half with SSE4.1's. */
+static inline __m128i avx_half(simd_f w, int upper)
+{
+    return _mm_castps_si128(upper ? _mm256_extractf128_ps(w, 1) : _mm256_castps256_ps128(w));
+}
+static inline simd_f avx_join(__m128i lo, __m128i hi)
+{
+    return _mm256_castsi256_ps(_mm256_insertf128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+static inline simd_f simd_int16_lo(simd_f w)
+{
+    return _mm256_cvtepi32_ps(_mm256_castps_si256(avx_join(_mm_srai_epi32(_mm_slli_epi32(avx_half(w, 0), 16), 16),
+                                                           _mm_srai_epi32(_mm_slli_epi32(avx_half(w, 1), 16), 16))));
+}
+static inline simd_f simd_int16_hi(simd_f w)
+{
+    return _mm256_cvtepi32_ps(_mm256_castps_si256(avx_join(_mm_srai_epi32(avx_half(w, 0), 16),
+                                                           _mm_srai_epi32(avx_half(w, 1), 16))));
+}
+static inline __m128i avx_lo_unit_half(__m128i bits)
+{
+    __m128i e = _mm_sub_epi32(_mm_and_si128(bits, _mm_set1_epi32(0x7f800000)), _mm_set1_epi32(39 << 23));
+    return _mm_max_epi32(e, _mm_setzero_si128());
+}
+static inline simd_f simd_lo_unit(simd_f hi)
+{
+    return avx_join(avx_lo_unit_half(avx_half(hi, 0)), avx_lo_unit_half(avx_half(hi, 1)));
+}
+
 #include "nb6_simd_avx_common.h"
 
 /* Offsets of a list tail: out[l] = m[l] for l < left, m[0] beyond (a record

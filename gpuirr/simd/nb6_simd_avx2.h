@@ -38,6 +38,22 @@ static inline simd_mask simd_first(int n)
     return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
 }
 
+/* The lo parts of a GPUIRR record (see nb6_simd_avx512.h). */
+static inline simd_f simd_int16_lo(simd_f w)
+{
+    return _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(_mm256_castps_si256(w), 16), 16));
+}
+static inline simd_f simd_int16_hi(simd_f w)
+{
+    return _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_castps_si256(w), 16));
+}
+static inline simd_f simd_lo_unit(simd_f hi)
+{
+    __m256i e = _mm256_and_si256(_mm256_castps_si256(hi), _mm256_set1_epi32(0x7f800000));
+    return _mm256_castsi256_ps(_mm256_max_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(39 << 23)),
+                                                _mm256_setzero_si256()));
+}
+
 #include "nb6_simd_avx_common.h"
 
 /* Offsets of a list tail: out[l] = m[l] for l < left, m[0] beyond (a record

@@ -51,40 +51,42 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
     return _mm512_fmadd_ps(_mm512_mul_ps(y, _mm512_set1_ps(0.5f)), e, y);
 }
 
-/* Record loads: fields off..off+7 (simd_load_fields8, off a multiple of 8)
- * or off..off+3 (simd_load_fields4, off a multiple of 4) of the records at
+/* The lo parts of a GPUIRR record (gpuirr_lo16): the signed 16-bit integer
+ * in the low or the high half of each lane's 32 bits, as a float (exact),
+ * and the unit 2^(e - 166) of the lo part beside hi (e: hi's biased
+ * exponent; 0 where e < 40), so that lo = n * unit exactly.  Integer
+ * operations on the bits: every level gives the same values. */
+static inline simd_f simd_int16_lo(simd_f w)
+{
+    return _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(_mm512_castps_si512(w), 16), 16));
+}
+static inline simd_f simd_int16_hi(simd_f w)
+{
+    return _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_castps_si512(w), 16));
+}
+static inline simd_f simd_lo_unit(simd_f hi)
+{
+    __m512i e = _mm512_and_si512(_mm512_castps_si512(hi), _mm512_set1_epi32(0x7f800000));
+    return _mm512_castsi512_ps(_mm512_max_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(39 << 23)),
+                                                _mm512_setzero_si512()));
+}
+
+/* Record loads: fields off..off+7 (off a multiple of 8) of the records at
  * base + idx[l], l = 0..SIMD_VL-1 (idx[l]: a record offset from a list,
  * 32-byte aligned), as vectors: out[f] lane l = base[idx[l] + off + f].
  * Cheaper than gathers, which fetch the same cache line once per field,
  * and the shuffles are the kernel's scarce port: eight fields come as
  * 256-bit halves, records l and l + 8 in one vector (one load, one
  * insert), then an 8x8 transpose inside each half (unpack, shuffle,
- * two-source permute: 24 shuffles); four fields as 128-bit quarters
- * inserted at the lane (record l in quarter l / 4) and 4x4 transposes.
- * Record-major order, so that one record's address is live at a time
- * (sixteen live offsets spill), and each load reads its offset afresh
- * (record_offset): a record is loaded in three groups of fields, and the
- * compiler would otherwise keep its sixteen addresses from one group to the
- * next, on the stack. */
+ * two-source permute: 24 shuffles).  Record-major order, so that one
+ * record's address is live at a time (sixteen live offsets spill), and each
+ * load reads its offset afresh (record_offset): a record is loaded in two
+ * groups of fields, and the compiler would otherwise keep its sixteen
+ * addresses from one group to the next, on the stack. */
 static inline __attribute__((always_inline)) unsigned record_offset(const int *idx, int l)
 {
     return (unsigned)((const volatile int *)idx)[l];
 }
-/* v into 128-bit quarter `lane` (1..3) of r.  The intrinsic needs an
- * immediate: the switch folds away where the caller's loop is unrolled, and
- * still compiles at -O0. */
-static inline __attribute__((always_inline)) __m512 insert_quarter(__m512 r, __m128 v, int lane)
-{
-    switch (lane) {
-    case 1:
-        return _mm512_insertf32x4(r, v, 1);
-    case 2:
-        return _mm512_insertf32x4(r, v, 2);
-    default:
-        return _mm512_insertf32x4(r, v, 3);
-    }
-}
-
 static inline __attribute__((always_inline)) void simd_load_fields8(const float *base, const int *idx, int off,
                                                                simd_f out[8])
 {
@@ -124,27 +126,6 @@ static inline __attribute__((always_inline)) void simd_load_fields8(const float 
         out[f] = _mm512_castpd_ps(_mm512_permutex2var_pd(lo, even, hi));
         out[4 + f] = _mm512_castpd_ps(_mm512_permutex2var_pd(lo, odd, hi));
     }
-}
-
-static inline __attribute__((always_inline)) void simd_load_fields4(const float *base, const int *idx, int off,
-                                                               simd_f out[4])
-{
-    __m512 q[4];
-#pragma GCC unroll 16
-    for (int l = 0; l < 16; l++) {
-        const int g = l & 3, lane = l >> 2;
-        __m128 v = _mm_load_ps(base + record_offset(idx, l) + off);
-        q[g] = lane == 0 ? _mm512_broadcast_f32x4(v) : insert_quarter(q[g], v, lane);
-    }
-    /* q[g]: 128-bit lane L holds fields off..off+3 of record g + 4L. */
-    __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(q[0], q[1]));
-    __m512d t1 = _mm512_castps_pd(_mm512_unpackhi_ps(q[0], q[1]));
-    __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(q[2], q[3]));
-    __m512d t3 = _mm512_castps_pd(_mm512_unpackhi_ps(q[2], q[3]));
-    out[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-    out[1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-    out[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-    out[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
 }
 
 /* Lane 0 of v. */

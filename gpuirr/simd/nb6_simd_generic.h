@@ -8,6 +8,8 @@
 #include <math.h>
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #define SIMD_VL 1
 #define SIMD_LEVEL_NAME "scalar"
@@ -32,11 +34,23 @@ static inline simd_f simd_keep(simd_f a, simd_mask m) { return m ? a : 0.0f; }
 static inline unsigned simd_mask_bits(simd_mask m) { return m ? 1u : 0u; }
 static inline simd_mask simd_first(int n) { return n > 0; }
 static inline simd_f simd_rsqrt_nz(simd_f r2) { return r2 > 0.0f ? 1.0f / sqrtf(r2) : 0.0f; }
-static inline __attribute__((always_inline)) void simd_load_fields4(const float *base, const int *idx, int off,
-                                                                    simd_f out[4])
+/* The lo parts of a GPUIRR record (see nb6_simd_avx512.h). */
+static inline int32_t generic_bits(simd_f w)
 {
-    for (int f = 0; f < 4; f++)
-        out[f] = base[(unsigned)idx[0] + off + f];
+    int32_t b;
+    memcpy(&b, &w, sizeof b);
+    return b;
+}
+static inline float generic_int16(uint32_t h) { return (float)((int32_t)h - (h >= 0x8000 ? 0x10000 : 0)); }
+static inline simd_f simd_int16_lo(simd_f w) { return generic_int16((uint32_t)generic_bits(w) & 0xffff); }
+static inline simd_f simd_int16_hi(simd_f w) { return generic_int16((uint32_t)generic_bits(w) >> 16); }
+static inline simd_f simd_lo_unit(simd_f hi)
+{
+    int32_t e = (generic_bits(hi) & 0x7f800000) - (39 << 23);
+    float u;
+    e = e > 0 ? e : 0;
+    memcpy(&u, &e, sizeof u);
+    return u;
 }
 static inline __attribute__((always_inline)) void simd_load_fields8(const float *base, const int *idx, int off,
                                                                     simd_f out[8])

@@ -46,6 +46,20 @@ static inline simd_f simd_rsqrt_nz(simd_f r2)
     return _mm_and_ps(_mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(r2)), pos);
 }
 
+/* The lo parts of a GPUIRR record (see nb6_simd_avx512.h).  SSE2 has no
+ * signed 32-bit max: negative units are masked to 0 instead. */
+static inline simd_f simd_int16_lo(simd_f w)
+{
+    return _mm_cvtepi32_ps(_mm_srai_epi32(_mm_slli_epi32(_mm_castps_si128(w), 16), 16));
+}
+static inline simd_f simd_int16_hi(simd_f w) { return _mm_cvtepi32_ps(_mm_srai_epi32(_mm_castps_si128(w), 16)); }
+static inline simd_f simd_lo_unit(simd_f hi)
+{
+    __m128i e = _mm_sub_epi32(_mm_and_si128(_mm_castps_si128(hi), _mm_set1_epi32(0x7f800000)),
+                              _mm_set1_epi32(39 << 23));
+    return _mm_castsi128_ps(_mm_and_si128(e, _mm_cmpgt_epi32(e, _mm_setzero_si128())));
+}
+
 /* Record loads: fields off..off+3 (simd_load_fields4, off a multiple of
  * 4) or off..off+7 (simd_load_fields8) of the records at base + idx[l],
  * l = 0..SIMD_VL-1 (idx[l]: a record offset from a list, 16-byte aligned),

@@ -13,17 +13,21 @@
  * (dx, r2, 1/sqrt, r^-3, mass, product), whose worst case, measured over 2e6
  * random pairs, is 4.6e-7 of the term (rms 7e-8).  They also predict in
  * float: the displacement d = x(t) - x0 of i and of j is good to a float
- * ulp of itself, so dx is good to about eps (r + |d_i| + |d_j|), and a term
- * to that relative to r.  So the error of a sum is bounded by that times
- * the sum of |terms| weighted by (r + |d_i| + |d_j|) / r, and the check is
- *   acc: max_i |a - a_ref| / sum_j m_j (r + |d_i| + |d_j|) / r^3  <= ACC_TOL (7.5e-7)
- *   jrk: max_i |j - j_ref| / sum_j |jerk term_j| (r + |d_i| + |d_j|) / r  <= JRK_TOL (1.5e-6)
+ * ulp of itself, and they store x0 to 2^-40 of itself (a float and 16 bits
+ * more, gpuirr_internal.h), so dx is good to about
+ * eps (r + |d_i| + |d_j| + 2^-16 (|x0_i| + |x0_j|)), and a term to that
+ * relative to r.  So the error of a sum is bounded by that times the sum of
+ * |terms| weighted by w = (r + |d_i| + |d_j| + 2^-16 (|x0_i| + |x0_j|)) / r,
+ * and the check is
+ *   acc: max_i |a - a_ref| / sum_j m_j w / r^2  <= ACC_TOL (7.5e-7)
+ *   jrk: max_i |j - j_ref| / sum_j |jerk term_j| w  <= JRK_TOL (1.5e-6)
  * (typical maxima: 4e-7 and 4e-7; the weight matters only for the tight
  * pairs, which these random velocities pull apart by much more than their
  * separation, unlike a real step).  The usual max_i |a - a_ref| / |a_ref|
  * is printed beside them; it has no bound because a sum of neighbour forces
  * can nearly cancel (typical maxima 1e-6).  The double reference kernel
- * ("scalar") must agree to 1e-12. */
+ * ("scalar") must agree to 1e-12.  check_storage tests the stored x0 and
+ * t0 alone: pairs 1e-3..1e-6 apart at |x| ~ 8 forced at their own t0. */
 #include "simd_testutil.h"
 #include "gpuirr.h"
 
@@ -184,7 +188,8 @@ static void force_ref(const problem *p, int i, double t, double a[3], double jk[
             jk[k] += mr3 * (dv[k] - rv * dx[k]);
         }
         double vabs = sqrt(dv[0] * dv[0] + dv[1] * dv[1] + dv[2] * dv[2]), r = sqrt(r2);
-        double weight = (r + norm3(di) + norm3(dj)) / r; /* float prediction */
+        /* float prediction and stored x0 */
+        double weight = (r + norm3(di) + norm3(dj) + 0x1p-16 * (norm3(p->x0[i]) + norm3(p->x0[j]))) / r;
         *ascale += mr3 * r * weight;
         *jscale += mr3 * (vabs + fabs(rv) * r) * weight;
     }
@@ -315,6 +320,89 @@ static int check_level(const problem *p, const char *what_problem, int level, in
     return fails != 0;
 }
 
+/* The stored x0 and t0 alone: NPAIR pairs at separations 1e-3..1e-6 around
+ * |x| ~ 8, fast and each with a velocity of its own, every particle listing
+ * its partner, all forced at their common t0 = 1 + 3 * 2^-30.  t0 is exact
+ * in the record (a multiple of 2^-33 below 128), so dt = 0 and each force is
+ * m dx/r^3 of the stored positions: good to ~1e-6 from the float
+ * arithmetic plus the storage's 2^-40 |x| per coordinate, 3 times over in
+ * r^-3.  Positions in float alone would be off by up to 2^-24 * 8 / 1e-6, half the
+ * force; a t0 off by 2^-40 would move dx by 2^-40 * 200 / 1e-6 = 2e-7 of r. */
+static int check_storage(int level)
+{
+    enum { NPAIR = 32, N = 2 * NPAIR };
+    const double offset[3] = {3.7, -2.1, 5.3}, t0 = 1.0 + 3.0 * 0x1p-30;
+    double x[N][3], v[N][3], f2[N][3], fd6[N][3], m[N];
+    for (int a = 0; a < N; a += 2) {
+        double sep = pow(10.0, -3.0 - 3.0 * (a / 2) / (NPAIR - 1.0));
+        rng_plummer(x[a]);
+        for (int k = 0; k < 3; k++) {
+            x[a][k] += offset[k];
+            x[a + 1][k] = x[a][k] + sep * rng_normal() / sqrt(3.0);
+        }
+        for (int b = a; b < a + 2; b++) {
+            for (int k = 0; k < 3; k++) {
+                v[b][k] = 100.0 * rng_normal();
+                f2[b][k] = rng_normal();
+                fd6[b][k] = rng_normal();
+            }
+            m[b] = pow(10.0, -5.0 + 2.0 * rng_uniform());
+        }
+    }
+    setenv("NB6ACCEL_SIMD", level_name[level], 1);
+    gpuirr *g;
+    if (gpuirr_open(&g, N, 2) != GPUIRR_OK) {
+        printf("FAIL %s storage: gpuirr_open: %s\n", level_name[level], gpuirr_last_error());
+        return 1;
+    }
+    int addr[N], fails = 0;
+    double acc[N][3], jrk[N][3], worst = 0.0, worst_bound = 0.0;
+    for (int a = 0; a < N; a++) {
+        int partner = (a ^ 1) + 1;
+        addr[a] = a + 1;
+        if (gpuirr_set_particle(g, a + 1, x[a], v[a], f2[a], fd6[a], m[a], t0) != GPUIRR_OK ||
+            gpuirr_set_list(g, a + 1, 1, &partner) != GPUIRR_OK)
+            fails++;
+    }
+    if (fails || gpuirr_predict_all(g, 1, N, t0) != GPUIRR_OK || gpuirr_force(g, N, addr, acc, jrk) != GPUIRR_OK) {
+        printf("FAIL %s storage: %s\n", level_name[level], gpuirr_last_error());
+        gpuirr_close(g);
+        return 1;
+    }
+    for (int a = 0; a < N; a++) {
+        int j = a ^ 1;
+        double dx[3], dv[3], ra[3], rj[3], da[3], dj[3];
+        for (int k = 0; k < 3; k++) {
+            dx[k] = x[j][k] - x[a][k];
+            dv[k] = v[j][k] - v[a][k];
+        }
+        double r2 = dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2], r = sqrt(r2);
+        double mr3 = m[j] / (r2 * r), rv = 3.0 * (dx[0] * dv[0] + dx[1] * dv[1] + dx[2] * dv[2]) / r2;
+        for (int k = 0; k < 3; k++) {
+            ra[k] = mr3 * dx[k];
+            rj[k] = mr3 * (dv[k] - rv * dx[k]);
+            da[k] = acc[a][k] - ra[k];
+            dj[k] = jrk[a][k] - rj[k];
+        }
+        double stored = 0x1p-40 * (norm3(x[a]) + norm3(x[j])) / r;
+        double bound = 1e-6 + 4.0 * stored;
+        double e = fmax(norm3(da) / (mr3 * r), norm3(dj) / (mr3 * (norm3(dv) + fabs(rv) * r)));
+        if (e > bound) {
+            printf("FAIL %s storage: pair %d (r = %.1e at |x| = %.1f): error %.2e of the term, bound %.2e\n",
+                   level_name[level], a / 2, r, norm3(x[a]), e, bound);
+            fails++;
+        }
+        if (e / bound > worst / (worst_bound > 0 ? worst_bound : 1.0)) {
+            worst = e;
+            worst_bound = bound;
+        }
+    }
+    printf("%s %-6s storage (x0, t0 at dt = 0, r = 1e-3..1e-6): worst error %.2e of the term, its bound %.2e\n",
+           fails ? "FAIL" : "ok  ", level_name[level], worst, worst_bound);
+    gpuirr_close(g);
+    return fails != 0;
+}
+
 int main(void)
 {
     problem p, plong;
@@ -355,7 +443,8 @@ int main(void)
             ran++;
         }
         fails += check_level(&plong, "long", l, 4);
-        ran++;
+        fails += check_storage(l);
+        ran += 2;
     }
     unsetenv("NB6ACCEL_SIMD");
     if (gpuirr_open(&g, 10, 10) == GPUIRR_OK) {
