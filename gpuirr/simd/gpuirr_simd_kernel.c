@@ -116,7 +116,7 @@ static inline __attribute__((always_inline)) void add_pairs(i_sums *q, const flo
     simd_load_fields8(rec, idx, 8, f);
     const predicted p = predict_second(&pp, f);
     const simd_f mass = simd_keep(f[GPUIRR_REC_MASS - 8], keep);
-    const simd_f *xh = f + GPUIRR_REC_XHI - 8;
+    const simd_f *xh = f + (GPUIRR_REC_XHI - 8);
     simd_f dvx = simd_sub(p.v[0], simd_set1(q->v[0]));
     simd_f dvy = simd_sub(p.v[1], simd_set1(q->v[1]));
     simd_f dvz = simd_sub(p.v[2], simd_set1(q->v[2]));
