@@ -28,10 +28,11 @@ struct gpuirr {
     /* Records of the SIMD kernels (kernel->float_records): GPUIRR_REC
      * floats per slot, laid out as GPUIRR_REC_* says, 64-byte aligned so
      * that one record is one cache line.  A list's members are scattered
-     * over all N, so a small block's force waits on one cache miss per
+     * over all N, so the host kernel waits on one cache miss per
      * member, and a core has few misses in flight (its line-fill buffers):
-     * one line per record instead of two gave 1.4-1.8 times the pairs per
-     * second on the H100 box's Xeon, one thread or sixteen.  The position
+     * one line per record instead of two gave 1.4 times the pairs per
+     * second on the H100 box's Xeon with sixteen threads, 1.2-2.1 times
+     * with one (tests/simd/RESULTS.md, session 49).  The position
      * and the epoch are a float hi and a 16-bit integer lo in units of
      * 2^-16 of hi's ulp (gpuirr_lo16; about 40 bits): x_j - x_i keeps full
      * float precision far from the origin and for pairs down to about
