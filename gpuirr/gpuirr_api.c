@@ -125,9 +125,13 @@ static int check_vec(const char *routine, const char *arg, int addr, const doubl
     return GPUIRR_OK;
 }
 
-/* Four per record, 10^8 records per run at 64k: no libm calls (ldexp and
+/* The lo part of x beside hi = (float)x: (x - hi) in units of
+ * 2^-16 ulp(hi) = 2^(e - 166) (e: hi's biased exponent), rounded, so that
+ * x = hi + lo 2^(e - 166) to 2^-40 of |x|; 0 where e < 40 (|x| < 2^-87).
+ * The kernels rebuild that product exactly in float (simd_lo_unit).  Four
+ * per record, 10^8 records per run at 64k: no libm calls (ldexp and
  * nearbyint cost the Plummer driver 0.3 s of t = 2..4 there). */
-int gpuirr_lo16(double x, float hi)
+static int gpuirr_lo16(double x, float hi)
 {
     uint32_t bits;
     memcpy(&bits, &hi, sizeof bits);

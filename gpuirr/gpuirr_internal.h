@@ -34,7 +34,7 @@ struct gpuirr {
      * second on the H100 box's Xeon with sixteen threads, 1.2-2.1 times
      * with one (tests/simd/RESULTS.md, session 49).  The position
      * and the epoch are a float hi and a 16-bit integer lo in units of
-     * 2^-16 of hi's ulp (gpuirr_lo16; about 40 bits): x_j - x_i keeps full
+     * 2^-16 of hi's ulp (gpuirr_lo16 in gpuirr_api.c; about 40 bits): x_j - x_i keeps full
      * float precision far from the origin and for pairs down to about
      * 2^-16 |x| apart, and t0 is exact for t0 < 128 and every block time
      * that is a multiple of 2^-33.  Else NULL. */
@@ -104,12 +104,6 @@ enum {
     GPUIRR_REC_MASS = 14, /* mass                                            */
     GPUIRR_REC_LO_YZ = 15 /* lo parts of y0 and z0                           */
 };
-
-/* The lo part of x beside hi = (float)x: (x - hi) in units of
- * 2^-16 ulp(hi) = 2^(e - 166) (e: hi's biased exponent), rounded, so that
- * x = hi + lo 2^(e - 166) to 2^-40 of |x|; 0 where e < 40 (|x| < 2^-87).
- * The kernels rebuild that product exactly in float (simd_lo_unit). */
-NB6_INTERNAL int gpuirr_lo16(double x, float hi);
 
 NB6_INTERNAL extern const gpuirr_kernel gpuirr_kernel_scalar;
 /* SIMD kernels (gpuirr/simd/gpuirr_simd_kernel.c, one per level built). */
