@@ -136,6 +136,43 @@ int main(void)
              "after the bound: the kept ones and the new ones, each once");
     gpunb_dirty_clear(sets[0], N);
 
+    /* Many takes in a row (clears start a new epoch, and the epochs wrap
+     * after 255): an index marked once after any clear is listed, one
+     * kept above a bound stays listed across a wrap, and none comes back.
+     * Few marks per round, so most flags were last set many rounds ago. */
+    unsigned char *expect = calloc(N, 1);
+    int rounds_exact = 1, rounds_counted = 1;
+    for (int r = 0; r < 700; r++) {
+        random_marks(want, r % 50 == 0 ? 0.5 : 0.002);
+        if (r % 100 == 7) {
+            TL_CHECK(!mark_parallel(sets, 1, want), "round %d of 700: every mark succeeded", r);
+        } else {
+            for (int j = 0; j < N; j++)
+                if (want[j])
+                    rounds_exact &= gpunb_dirty_mark(sets[0], j) == 0;
+        }
+        int marked = 0;
+        for (int j = 0; j < N; j++) {
+            expect[j] |= want[j];
+            marked += expect[j];
+        }
+        rounds_counted &= gpunb_dirty_count(sets[0]) == marked;
+        const int bound = r % 3 == 0 ? N / 2 + r : N; /* every third a bounded take */
+        count = gpunb_dirty_list(sets[0], bound, list);
+        if (!listed_exactly(list, count, expect, bound, "epochs")) {
+            printf("  round %d, bound %d\n", r, bound);
+            rounds_exact = 0;
+        }
+        gpunb_dirty_clear(sets[0], bound);
+        for (int j = 0; j < bound; j++)
+            expect[j] = 0;
+    }
+    TL_CHECK(rounds_counted, "700 takes: the count is the marks since each index's last clear");
+    TL_CHECK(rounds_exact, "700 takes (the epochs wrap twice): each list exactly the marks since the last "
+                           "take, with those kept above a bound");
+    gpunb_dirty_clear(sets[0], N);
+    free(expect);
+
     /* A set made after others were freed never takes their logs. */
     gpunb_dirty_free(sets[1]);
     sets[1] = gpunb_dirty_new(N);
