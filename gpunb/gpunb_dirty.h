@@ -35,7 +35,8 @@ NB6_INTERNAL int gpunb_dirty_count(gpunb_dirty *d);
 NB6_INTERNAL int gpunb_dirty_list(gpunb_dirty *d, int below, int *list);
 
 /* Unmark every marked index below `below` (those of the last
- * gpunb_dirty_list with the same bound); those above stay marked. */
+ * gpunb_dirty_list with the same bound); those above stay marked.  Costs
+ * O(threads + those kept), not O(marked): a new epoch unmarks the rest. */
 NB6_INTERNAL void gpunb_dirty_clear(gpunb_dirty *d, int below);
 
 #endif
