@@ -57,9 +57,16 @@
  * 205.3, 206.5, 213.0; 4 waves 224.3, 219.2, 219.5 (another call: 2 waves
  * 216.4-220.7, 4 waves 208.7-213.8, 5-6 no better); NI = 2048 the same
  * with 4, 8 or 12; NJ = 1M, NI = 2048: 8 waves 2709-2711, 4 waves
- * 2733-2734, NI = 4096 (4 waves against 2) 5418-5424 against 5592-5637. */
+ * 2733-2734, NI = 4096 (4 waves against 2) 5418-5424 against 5592-5637.
+ * Up to 64k j, 8 waves rather than 3 (session 51, two rounds, force kernel
+ * in us, 3 / 8 waves): NJ = 64k, NI = 1024 131.5, 129.4 / 125.4, 124.3;
+ * NI = 4096 503.6, 488.5 / 481.1, 479.3; NJ = 32k, NI = 4096 278.9, 276.4 /
+ * 242.0, 244.9 (12 and 16 waves no faster).  Shorter blocks also free SMs
+ * sooner for the irregular force on the priority stream, which in NBODY6's
+ * patched loop runs beside the next chunk's regular force: there its GPU
+ * time fell by 0.4 s of t = 0..4 at 64k, and t = 2..4 by 5 %. */
 #define GPUNB_CUDA_WAVES 2
-#define GPUNB_CUDA_WAVES_SHORT 3
+#define GPUNB_CUDA_WAVES_SHORT 8
 #define GPUNB_CUDA_WAVES_SHORT_TILES 256
 #define GPUNB_CUDA_WAVES_SPATIAL 8
 #define GPUNB_CUDA_MAX2(a, b) ((a) > (b) ? (a) : (b))
