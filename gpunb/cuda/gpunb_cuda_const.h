@@ -61,7 +61,8 @@
  * Up to 64k j, 8 waves rather than 3 (session 51, two rounds, force kernel
  * in us, 3 / 8 waves): NJ = 64k, NI = 1024 131.5, 129.4 / 125.4, 124.3;
  * NI = 4096 503.6, 488.5 / 481.1, 479.3; NJ = 32k, NI = 4096 278.9, 276.4 /
- * 242.0, 244.9 (12 and 16 waves no faster).  Shorter blocks also free SMs
+ * 242.0, 244.9 (12 and 16 waves about as fast as 8; 16: 463.4, 463.1 at
+ * NI = 4096, NJ = 64k, untried in NBODY6).  Shorter blocks also free SMs
  * sooner for the irregular force on the priority stream, which in NBODY6's
  * patched loop runs beside the next chunk's regular force: there its GPU
  * time fell by 0.4 s of t = 0..4 at 64k, and t = 2..4 by 5 %. */
