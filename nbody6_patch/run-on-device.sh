@@ -103,7 +103,8 @@ thread_cpu_share() {
 # PERF_RUN=name (one of RUNS) with PERF_TAR (a perf tarball carried in
 # .devtools, tests/plummer/profile-on-device.sh --pack): perf samples that
 # run from PERF_AT seconds after it started (default 60: past NBODY6's
-# start-up at 64k) for PERF_SECONDS (default 15), all threads, and the
+# start-up at 64k; "T2": from the ADJUST line of TIME = 2 on) for
+# PERF_SECONDS (default 15), all threads, and the
 # summary gets the flat profile by library and function: which of NBODY6's
 # own time is its Fortran and which our libraries' calls from its serial
 # loops (the libraries' statistics time only their force calls).
@@ -116,7 +117,15 @@ fi
 perf_sample() {
     local name=$1 pid=$2
     [ -n "$perf_bin" ] || { log "$name: no perf (PERF_TAR)"; return; }
-    sleep $(( ${PERF_AT:-60} - 5 ))
+    case ${PERF_AT:-60} in
+    T*) # from the ADJUST line of that model time on (start-up differs by machine)
+        until awk -v w="${PERF_AT#T}" '$1 + 0 >= w + 0 { f = 1 } END { exit !f }' \
+                "/tmp/run-$name/adjust-times" 2>/dev/null; do
+            kill -0 "$pid" 2>/dev/null || { log "$name: ended before TIME = ${PERF_AT#T}"; return; }
+            sleep 0.2
+        done ;;
+    *) sleep $(( ${PERF_AT:-60} - 5 )) ;;
+    esac
     LD_LIBRARY_PATH=/tmp/perf/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
         "$perf_bin" record -F 999 -e cpu-clock ${PERF_CALLERS:+--call-graph dwarf,8192} -p "$pid" \
         -o "/tmp/perf-$name.data" -- sleep "${PERF_SECONDS:-15}" > "$logs/perf-$name.log" 2>&1
