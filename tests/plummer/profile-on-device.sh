@@ -13,8 +13,8 @@
 #   bash tests/plummer/profile-on-device.sh --pack .devtools/perf.tar.xz
 # PROFILE_N (65536), PROFILE_TEND (1: phases of t = 0.5..1),
 # PROFILE_ARGS (-resident -gpu-irr 512), PROFILE_PERF_THREADS (16),
-# PROFILE_PERF_DELAY (ms before perf starts sampling, to skip the start-up;
-# 0), PROFILE_ANNOTATE (a regular expression: the functions whose hot lines
+# PROFILE_PERF_DELAY (ms before perf starts sampling; default: the start-up
+# that the last phase run printed, plus 200 ms, else 0), PROFILE_ANNOTATE (a regular expression: the functions whose hot lines
 # are printed).
 # Leaves in $OUT: profile.log (phases per thread count, perf's flat profile
 # and the hottest lines of the hottest functions).
@@ -39,7 +39,7 @@ tend=${PROFILE_TEND:-1}
 threads=${PROFILE_THREADS-"16 4 1"}
 args=${PROFILE_ARGS:-"-resident -gpu-irr 512"}
 perf_threads=${PROFILE_PERF_THREADS:-16}
-perf_delay=${PROFILE_PERF_DELAY:-0}
+perf_delay=${PROFILE_PERF_DELAY:-}
 annotate=${PROFILE_ANNOTATE:-'block_step|irregular_correct|set_particle|set_jparticle|tstep|predict'}
 log=$out/profile.log
 cd "$src" || exit 1
@@ -64,7 +64,13 @@ for t in $threads; do
     >"$out/run.tmp" 2>&1
   echo "exit status $?" >>"$log"
   grep -E '^#|^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]' "$out/run.tmp" >>"$log"
+  # The host's initial derivatives take seconds at 64k and would fill the
+  # perf run's samples: start sampling after them.
+  startup=$(sed -n 's/.*start-up before t = 0: *\([0-9.]*\) s.*/\1/p' "$out/run.tmp" | tail -n 1)
+  [ -n "${PROFILE_PERF_DELAY:-}" ] || [ -z "$startup" ] ||
+    perf_delay=$(awk -v s="$startup" 'BEGIN { printf "%d", 1000 * s + 200 }')
 done
+perf_delay=${perf_delay:-0}
 
 perf=
 if [ -n "${PERF_TAR:-}" ] && [ -f "$src/$PERF_TAR" ]; then
