@@ -14,8 +14,9 @@
 # PROFILE_N (65536), PROFILE_TEND (1: phases of t = 0.5..1),
 # PROFILE_ARGS (-resident -gpu-irr 512), PROFILE_PERF_THREADS (16),
 # PROFILE_PERF_DELAY (ms before perf starts sampling; default: the start-up
-# that the last phase run printed, plus 200 ms, else 0), PROFILE_ANNOTATE (a regular expression: the functions whose hot lines
-# are printed).
+# that the phase run with PROFILE_PERF_THREADS threads printed, plus 200 ms,
+# else 0), PROFILE_ANNOTATE (a regular expression: the functions whose hot
+# lines are printed).
 # Leaves in $OUT: profile.log (phases per thread count, perf's flat profile
 # and the hottest lines of the hottest functions).
 set -u -o pipefail
@@ -65,9 +66,10 @@ for t in $threads; do
   echo "exit status $?" >>"$log"
   grep -E '^#|^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]' "$out/run.tmp" >>"$log"
   # The host's initial derivatives take seconds at 64k and would fill the
-  # perf run's samples: start sampling after them.
+  # perf run's samples: start sampling after them, as timed by the run
+  # with perf's thread count (one thread's start-up is many times longer).
   startup=$(sed -n 's/.*start-up before t = 0: *\([0-9.]*\) s.*/\1/p' "$out/run.tmp" | tail -n 1)
-  [ -n "${PROFILE_PERF_DELAY:-}" ] || [ -z "$startup" ] ||
+  [ -n "${PROFILE_PERF_DELAY:-}" ] || [ "$t" != "$perf_threads" ] || [ -z "$startup" ] ||
     perf_delay=$(awk -v s="$startup" 'BEGIN { printf "%d", 1000 * s + 200 }')
 done
 perf_delay=${perf_delay:-0}
