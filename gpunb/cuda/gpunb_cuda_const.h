@@ -62,7 +62,13 @@
  * in us, 3 / 8 waves): NJ = 64k, NI = 1024 131.5, 129.4 / 125.4, 124.3;
  * NI = 4096 503.6, 488.5 / 481.1, 479.3; NJ = 32k, NI = 4096 278.9, 276.4 /
  * 242.0, 244.9 (12 and 16 waves about as fast as 8; 16: 463.4, 463.1 at
- * NI = 4096, NJ = 64k, untried in NBODY6).  Shorter blocks also free SMs
+ * NI = 4096, NJ = 64k, and no different in NBODY6, session 52).  In spatial
+ * order 16 waves were no better than 8 overall (session 54, four
+ * alternating rounds, NI = 512-4096 x NJ = 128k-1M, means of the force
+ * kernel: 16 faster by 4.6 % at 2048 x 128k, where 8's rounds spread over
+ * 377-400 us, 2.7 % at 512 x 128k and 1.2 % at 1024 x 256k; slower by
+ * 1.2-2.0 % at 512 x 256k, 1024 x 1M and 4096 x 256k; the rest within
+ * 0.5 %).  Shorter blocks also free SMs
  * sooner for the irregular force on the priority stream, which in NBODY6's
  * patched loop runs beside the next chunk's regular force: there its GPU
  * time fell by 0.4 s of t = 0..4 at 64k, and t = 2..4 by 5 %. */
