@@ -565,6 +565,33 @@ static void run_set(enum gpunb_backend_kind kind, const char *label, int n, int 
         firr(nb, &s, &ex, ni, first, ni >= 31 ? 5 : 0, 0.003, lab);
     }
 
+    /* A large block's pattern: after the call of all n above, lists
+     * changed and a small call at the same time (the GPU may read the
+     * prediction of that call again, with the new lists); then records
+     * changed at the same time, the epoch moved so that their prediction
+     * moves: the next call must not read the old one. */
+    int renewed[20];
+    for (int q = 0; q < 20; q++) {
+        renewed[q] = pick_new(&s, renewed, q, g);
+        make_list(&s, renewed[q]);
+        fails += set_list(nb, &s, renewed[q]) != GPUNB_OK;
+    }
+    snprintf(lab, sizeof lab, "%s N %d t 0.003 (20 new lists)", label, n);
+    firr(nb, &s, &ex, n < 64 ? n : 64, renewed, 20, 0.003, lab);
+    for (int q = 0; q < 20; q++) {
+        new_record(&s, renewed[q]);
+        fails += set_record(nb, &s, renewed[q]) != GPUNB_OK;
+    }
+    /* members of the other lists too: i that are not themselves new */
+    for (int q = 0; q < 20; q++)
+        force_member(&s, renewed[(q + 1) % 20], renewed[q]);
+    for (int q = 0; q < 20; q++)
+        fails += set_list(nb, &s, renewed[q]) != GPUNB_OK;
+    TL_CHECK(fails == 0, "%s: set_jparticle/set_list at the time of the last force failed: %s", label,
+             gpunb_last_error());
+    snprintf(lab, sizeof lab, "%s N %d t 0.003 (20 new records)", label, n);
+    firr(nb, &s, &ex, n < 64 ? n : 64, renewed, 20, 0.003, lab);
+
     /* A few records and lists changed, no gpunb_predict: the next force must
      * use the new ones.  The changed particles lead the block, and every
      * particle is forced once. */

@@ -107,6 +107,8 @@ static int pull_changes(cuda_state *s, cuda_gpu *g, const gpunb_jrecord *rec, in
         CHECK(g, cudaStreamWaitEvent(g->irr, g->ev_jset, 0));
         g->jset_unwaited = 0;
     }
+    if (ndirty > 0)
+        g->irr_pred_n = 0;
     if (ndirty > 0 && !dirty) {
         CHECK(g, cudaMemcpyAsync(g->d_rec, rec, sizeof(gpunb_cuda_jrec) * (size_t)nrec, cudaMemcpyHostToDevice,
                                  g->irr));
@@ -175,11 +177,22 @@ int gpunb_cuda_irr_start(void *state, int ni, const int *i_index, double t, cons
     }
     memcpy(g->h_irr_idx, i_index, sizeof(int) * (size_t)ni);
     /* Predict every record once where the pairs (about 80 per i) outnumber
-     * the records several times over; else each pair predicts its member. */
-    const int predict_all = s->irr_predict == IRR_PREDICT_ALWAYS ||
-                            (s->irr_predict == IRR_PREDICT_AUTO && (long long)ni * GPUNB_CUDA_IRR_PREDICT_RATIO >= nrec);
-    CHECK(g, gpunb_cuda_launch_irregular(g->d_rec, nrec, predict_all ? g->d_irr_pred : NULL, g->d_lists, s->irr_lmax,
-                                         g->d_irr_idx, ni, t, g->d_irr_out, g->irr));
+     * the records several times over; else each pair predicts its member.
+     * A prediction of this time from these records is there already after
+     * a block's first call (all its members), for the calls of its regular
+     * bodies' new lists: a few thousand i each, each pair would predict
+     * its member again. */
+    const int reuse = s->irr_predict != IRR_PREDICT_NEVER && g->irr_pred_n == nrec && g->irr_pred_t == t;
+    const int predict_all = !reuse && (s->irr_predict == IRR_PREDICT_ALWAYS ||
+                                       (s->irr_predict == IRR_PREDICT_AUTO &&
+                                        (long long)ni * GPUNB_CUDA_IRR_PREDICT_RATIO >= nrec));
+    g->irr_pred_n = 0; /* until the launch is known to have gone */
+    CHECK(g, gpunb_cuda_launch_irregular(g->d_rec, nrec, reuse || predict_all ? g->d_irr_pred : NULL, predict_all,
+                                         g->d_lists, s->irr_lmax, g->d_irr_idx, ni, t, g->d_irr_out, g->irr));
+    if (reuse || predict_all) {
+        g->irr_pred_n = nrec;
+        g->irr_pred_t = t;
+    }
     CHECK(g, cudaEventRecord(g->ev_irr, g->irr));
     if (s->prof.on) {
         CHECK(g, cudaEventRecord(s->prof.ev[2], g->irr));

@@ -5,7 +5,9 @@
  * block a first kernel predicts every record once (a body is a member of
  * some 80 lists, so the per-pair prediction repeats each one that often),
  * and the warps read the 64-byte predicted state instead of the 128-byte
- * record: the same prediction, so the same bits.
+ * record: the same prediction, so the same bits.  The block's later calls
+ * (the new lists of its regular bodies: same time, same records) read that
+ * prediction again, however few their i.
  *
  * Why a warp per i: lists are short (tens to a few hundred members), so one
  * thread per i would leave most lanes idle on the long lists and serialise
@@ -154,14 +156,15 @@ extern "C" cudaError_t gpunb_cuda_launch_list_pull(const int *host_lists, int lm
 }
 
 extern "C" cudaError_t gpunb_cuda_launch_irregular(const gpunb_cuda_jrec *rec, int nrec, double2 *pred,
-                                                   const int *lists, int lmax, const int *idx, int ni, double t,
-                                                   double *out, cudaStream_t stream)
+                                                   int predict_first, const int *lists, int lmax, const int *idx,
+                                                   int ni, double t, double *out, cudaStream_t stream)
 {
     if (ni <= 0)
         return cudaGetLastError();
     if (pred) {
         const unsigned nt = GPUNB_CUDA_PREDICT_THREADS;
-        gpunb_irr_predict_kernel<<<((unsigned)nrec + nt - 1) / nt, nt, 0, stream>>>(rec, nrec, t, pred);
+        if (predict_first)
+            gpunb_irr_predict_kernel<<<((unsigned)nrec + nt - 1) / nt, nt, 0, stream>>>(rec, nrec, t, pred);
         gpunb_irregular_kernel<true><<<warps_to_blocks(ni), GPUNB_CUDA_IRR_THREADS, 0, stream>>>(
             rec, pred, lists, lmax, idx, ni, t, out);
     } else {

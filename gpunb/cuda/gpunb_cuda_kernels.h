@@ -180,11 +180,12 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_list_pull(const int *host_lists, int 
 /* The irregular force in double on i = idx[q], q < ni, at time t: i and the
  * members of its row of lists (lmax ints: count, members) predicted from
  * rec; out[6 q ..] = acc x, y, z, jerk x, y, z.  pred non-NULL (room for
- * 4 nrec double2): the records 0..nrec-1 are predicted there first, once
- * each, and the force reads them there (same bits). */
+ * 4 nrec double2): the force reads the records 0..nrec-1 predicted there
+ * (same bits); with predict_first they are predicted there first, once
+ * each, else they must already be, to t, from the records as they are. */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_irregular(const gpunb_cuda_jrec *rec, int nrec, double2 *pred,
-                                                     const int *lists, int lmax, const int *idx, int ni, double t,
-                                                     double *out, cudaStream_t stream);
+                                                     int predict_first, const int *lists, int lmax, const int *idx,
+                                                     int ni, double t, double *out, cudaStream_t stream);
 
 /* Resident force blocks per multiprocessor of the variant min_blocks (for
  * sizing the j split). */

@@ -94,6 +94,7 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
     CHECK(g, cudaSetDevice(g->device));
     if ((st = gpunb_cuda_resident_ensure_records(s, g)) != GPUNB_OK)
         return st;
+    g->irr_pred_n = 0; /* the records change below */
     if (g->ev_push) /* a push may still write records */
         CHECK(g, cudaStreamWaitEvent(g->stream, g->ev_push, 0));
     if (!dirty) {

@@ -108,6 +108,12 @@ typedef struct cuda_gpu {
     double *h_irr_out, *d_irr_out;
     int irr_cap;
     double2 *d_irr_pred; /* every record predicted, for large blocks (rec_cap x 4) */
+    /* d_irr_pred holds records 0..irr_pred_n-1 predicted to irr_pred_t from
+     * d_rec as it is now (0: nothing valid).  Whatever writes d_rec sets it
+     * to 0: a call at the same time with no record changed since reuses
+     * the prediction. */
+    int irr_pred_n;
+    double irr_pred_t;
     /* The pending i's j-set entries read back (gpunb_cuda_resident_fetch_jset_entries), mapped:
      * their local indices, and jpos, jvel, jlo of each. */
     int *h_fetch_idx, *d_fetch_idx;
