@@ -591,6 +591,16 @@ static void run_set(enum gpunb_backend_kind kind, const char *label, int n, int 
              gpunb_last_error());
     snprintf(lab, sizeof lab, "%s N %d t 0.003 (20 new records)", label, n);
     firr(nb, &s, &ex, n < 64 ? n : 64, renewed, 20, 0.003, lab);
+    /* The same once more, the records copied to the GPU by gpunb_push
+     * before the call. */
+    for (int q = 0; q < 20; q++) {
+        new_record(&s, renewed[q]);
+        fails += set_record(nb, &s, renewed[q]) != GPUNB_OK;
+    }
+    TL_CHECK(fails == 0 && gpunb_push(nb) == GPUNB_OK, "%s: set_jparticle/push at the time of the last force: %s",
+             label, gpunb_last_error());
+    snprintf(lab, sizeof lab, "%s N %d t 0.003 (20 new records, pushed)", label, n);
+    firr(nb, &s, &ex, n < 64 ? n : 64, renewed, 20, 0.003, lab);
 
     /* A few records and lists changed, no gpunb_predict: the next force must
      * use the new ones.  The changed particles lead the block, and every
