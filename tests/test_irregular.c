@@ -582,7 +582,7 @@ static void run_set(enum gpunb_backend_kind kind, const char *label, int n, int 
         new_record(&s, renewed[q]);
         fails += set_record(nb, &s, renewed[q]) != GPUNB_OK;
     }
-    /* members of the other lists too: i that are not themselves new */
+    /* each also in the next one's list: the new records are read as members, not only as i */
     for (int q = 0; q < 20; q++)
         force_member(&s, renewed[(q + 1) % 20], renewed[q]);
     for (int q = 0; q < 20; q++)
