@@ -30,7 +30,7 @@ tests_gpu_test_gpuirr_device_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 tests_gpu_bench_gpunb_LDADD = $(TEST_LIBS)
 EXTRA_DIST += tests/gpu/run-on-device.sh tests/gpu/run-irregular.sh tests/gpu/run-gpuirr-device.sh tests/gpu/sass_per_interaction.sh tests/gpu/run-two-gpus.sh \
 	tests/gpu/device-build.sh \
-	tests/gpu/run-variants.sh tests/gpu/ab-kernel.sh tests/gpu/ab-flags.sh tests/gpu/tail-profile.sh
+	tests/gpu/run-variants.sh tests/gpu/ab-kernel.sh tests/gpu/ab-flags.sh tests/gpu/ab-waves.sh tests/gpu/tail-profile.sh
 if HAVE_CUDA
 tests_gpu_bench_gpunb_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests $(CUDA_CPPFLAGS)
 tests_gpu_bench_gpunb_LDADD += $(CUDA_LIBS)
