@@ -9,6 +9,9 @@ module ac_forces
   use ac_correct, only: tstep, block_step_below
   use ac_clock, only: wall_seconds
   use ac_order, only: morton_order
+  use ac_box_terms_generic, only: box_terms_generic => box_terms
+  use ac_box_terms_avx2, only: box_terms_avx2 => box_terms
+  use ac_box_terms_avx512, only: box_terms_avx512 => box_terms
   implicit none
   private
   public :: forces_open, forces_close, regular_chunk, regular_chunk_start, regular_chunk_finish
@@ -33,8 +36,6 @@ module ac_forces
 
   !> Retries with a radius 1.5 times larger before an empty list is taken.
   integer, parameter :: max_growth = 30
-  !> Bodies per box of the start-up's derivatives (second_third_derivatives).
-  integer, parameter :: box = 32
 
 contains
 
@@ -406,8 +407,9 @@ contains
   !> body), so the pairs are the start-up's main cost: the j's state is
   !> read from copies in that order (read in index order, each j cost four
   !> cache misses), the i go in it too, and a box's pair terms are computed
-  !> in one vector loop (box_terms), then summed in the box's order.  Each
-  !> i's sums take the same pairs in the same order as one pair at a time.
+  !> in one vector loop (box_terms, ac_box_terms.inc, in the copy for the
+  !> CPU's level), then summed in the box's order.  Each i's sums take the
+  !> same pairs in the same order as one pair at a time.
   subroutine second_third_derivatives(nb_start, nb_flat)
     integer, intent(in) :: nb_start(:), nb_flat(:)
     integer :: i, j, k, kk, l, b, nbox, p, k0, m
@@ -450,7 +452,7 @@ contains
         if (d2box > rcrit2) cycle
         k0 = (b - 1) * box
         m = min(box, n - k0)
-        call box_terms(n, m, k0, kk, xi_, vi_, fi_, fdi_, xs, vs, fs, fds, ms, r2, t2, t3)
+        call level_box_terms(n, m, k0, kk, xi_, vi_, fi_, fdi_, xs, vs, fs, fds, ms, r2, t2, t3)
         do l = 1, m
           if (r2(l) > rcrit2 .or. k0 + l == kk) cycle
           if (member(k0 + l)) then
@@ -465,7 +467,7 @@ contains
         k = rank(nb_flat(p))
         member(k) = .false.
         if (sum((xs(k,:) - xi_)**2) > rcrit2) then
-          call box_terms(n, 1, k - 1, 0, xi_, vi_, fi_, fdi_, xs, vs, fs, fds, ms, r2, t2, t3)
+          call level_box_terms(n, 1, k - 1, 0, xi_, vi_, fi_, fdi_, xs, vs, fs, fds, ms, r2, t2, t3)
           s2 = s2 + t2(1,:); s3 = s3 + t3(1,:)
         end if
       end do
@@ -476,55 +478,20 @@ contains
     !$omp end parallel
   end subroutine second_third_derivatives
 
-  !> The second and third derivative of the force of j = k0+1 .. k0+m (state
-  !> in xs, vs, fs, fds, ms) on i (xi, vi, fi, fdi) in t2(l,:), t3(l,:)
-  !> (FPOLY2's formulae, full F and FDOT), with r2(l) = |x_j - x_i|^2; i
-  !> itself may be j = ki, whose lane gets finite garbage.  One loop the
-  !> compiler turns into vector code on every x86-64 level: no branch, no
-  !> MERGE (a branch to gfortran under -ftrapping-math) and no logical
-  !> store (which kept SSE2 scalar).
-  pure subroutine box_terms(nn, m, k0, ki, xi, vi, fi, fdi, xs, vs, fs, fds, ms, r2, t2, t3)
+  !> box_terms in the copy for the CPU's level (lanes_level): the same bits
+  !> from each.
+  subroutine level_box_terms(nn, m, k0, ki, xi, vi, fi, fdi, xs, vs, fs, fds, ms, r2, t2, t3)
     integer, intent(in) :: nn, m, k0, ki
     real(dp), intent(in) :: xi(3), vi(3), fi(3), fdi(3)
     real(dp), intent(in) :: xs(nn,3), vs(nn,3), fs(nn,3), fds(nn,3), ms(nn)
     real(dp), intent(out) :: r2(box), t2(box,3), t3(box,3)
-    real(dp) :: a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, self(box)
-    real(dp) :: a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, f1dot, f2dot
-    integer :: l, k
-    ! 1 in i's own lane (r2 = 0 there), 0 elsewhere: added to r2 it keeps
-    ! 1 / r2 finite without changing any other lane's bits.
-    self(1:m) = 0
-    if (ki > k0 .and. ki <= k0 + m) self(ki - k0) = 1
-    do l = 1, m
-      k = k0 + l
-      a1 = xs(k,1) - xi(1); a2 = xs(k,2) - xi(2); a3 = xs(k,3) - xi(3)
-      a4 = vs(k,1) - vi(1); a5 = vs(k,2) - vi(2); a6 = vs(k,3) - vi(3)
-      a7 = fs(k,1) - fi(1); a8 = fs(k,2) - fi(2); a9 = fs(k,3) - fi(3)
-      a10 = fds(k,1) - fdi(1); a11 = fds(k,2) - fdi(2); a12 = fds(k,3) - fdi(3)
-      r2(l) = a1**2 + a2**2 + a3**2
-      a13 = 1.0_dp / (r2(l) + self(l))
-      a14 = ms(k) * a13 * sqrt(a13)
-      a15 = (a1*a4 + a2*a5 + a3*a6) * a13
-      a16 = a15 * a15
-      a17 = 3.0_dp * a15
-      a18 = 6.0_dp * a15
-      a19 = 9.0_dp * a15
-      a20 = (a4**2 + a5**2 + a6**2 + a1*a7 + a2*a8 + a3*a9) * a13 + a16
-      a21 = 9.0_dp * a20
-      a20 = 3.0_dp * a20
-      a22 = (9.0_dp * (a4*a7 + a5*a8 + a6*a9) + 3.0_dp * (a1*a10 + a2*a11 + a3*a12)) * a13 + a17 * (a20 - 4.0_dp * a16)
-      f1dot = a4 - a17 * a1
-      f2dot = (a7 - a18 * f1dot - a20 * a1) * a14
-      t2(l,1) = f2dot
-      t3(l,1) = (a10 - a21 * f1dot - a22 * a1) * a14 - a19 * f2dot
-      f1dot = a5 - a17 * a2
-      f2dot = (a8 - a18 * f1dot - a20 * a2) * a14
-      t2(l,2) = f2dot
-      t3(l,2) = (a11 - a21 * f1dot - a22 * a2) * a14 - a19 * f2dot
-      f1dot = a6 - a17 * a3
-      f2dot = (a9 - a18 * f1dot - a20 * a3) * a14
-      t2(l,3) = f2dot
-      t3(l,3) = (a12 - a21 * f1dot - a22 * a3) * a14 - a19 * f2dot
-    end do
-  end subroutine box_terms
+    select case (lanes_level)
+    case (lanes_avx512)
+      call box_terms_avx512(nn, m, k0, ki, xi, vi, fi, fdi, xs, vs, fs, fds, ms, r2, t2, t3)
+    case (lanes_avx2)
+      call box_terms_avx2(nn, m, k0, ki, xi, vi, fi, fdi, xs, vs, fs, fds, ms, r2, t2, t3)
+    case default
+      call box_terms_generic(nn, m, k0, ki, xi, vi, fi, fdi, xs, vs, fs, fds, ms, r2, t2, t3)
+    end select
+  end subroutine level_box_terms
 end module ac_forces

@@ -195,8 +195,9 @@ contains
           '  <NB> target = ', nnb_target, '  NNBMAX = ', nnbmax, '  NBMAX = ', nbmax, &
           '  SMAX = ', smax, '  NPACT = ', npact, '  NIMAX = ', nimax, '  prefetch = ', prefetch_ahead, &
           '  ascending = ', ascending_fraction, '  order = ', trim(merge('morton', 'given ', opt%morton))
-      write(output_unit, '(5a)') '# irregular corrector lanes: ', trim(lanes_name(lanes_level)), &
-          ' (ac_correct_', trim(lanes_name(lanes_level)), ')'
+      write(output_unit, '(7a)') '# irregular corrector lanes: ', trim(lanes_name(lanes_level)), &
+          ' (ac_correct_', trim(lanes_name(lanes_level)), '; start-up pair terms ac_box_terms_', &
+          trim(lanes_name(lanes_level)), ')'
       if (resident) then
         write(output_unit, '(3a)') '# GPUNB path: resident j-particles (GPUNB_SET_JP ', &
             trim(merge('per corrected step    ', 'once per regular block', setjp_per_step)), &

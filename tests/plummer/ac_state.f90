@@ -62,11 +62,16 @@ module ac_state
   !> rebuild every level list on the team instead of moving one by one
   !> (run_options sets it).
   integer :: rebuild_fraction = 1024
-  !> Which copy of the irregular corrector's lanes runs: ac_correct_generic,
-  !> ac_correct_avx2 or ac_correct_avx512 (run_options sets it, from the CPU).
+  !> Which copy of the driver's vector loops runs: ac_correct_generic,
+  !> ac_correct_avx2 or ac_correct_avx512 for the irregular corrector's lanes,
+  !> ac_box_terms_generic, _avx2 or _avx512 for the start-up's pair terms
+  !> (run_options sets it, from the CPU).
   integer, parameter :: lanes_generic = 0, lanes_avx2 = 1, lanes_avx512 = 2
   character(len=*), parameter :: lanes_name(0:2) = [character(7) :: 'generic', 'avx2', 'avx512']
   integer :: lanes_level = lanes_generic
+  !> Bodies per box of the start-up's derivatives (ac_forces'
+  !> second_third_derivatives; the box_terms copies of ac_box_terms.inc).
+  integer, parameter :: box = 32
 
   ! ---- particles -------------------------------------------------------------
   real(dp), allocatable, target :: body(:)

@@ -8,7 +8,7 @@
 #   make plummer PLUMMER_N=65536 PLUMMER_ARGS="-etai 0.02 -etar 0.03"
 EXTRA_DIST += tests/plummer/README.md tests/plummer/plot-fig2.sh tests/plummer/run-on-device.sh tests/plummer/ab-on-device.sh tests/plummer/profile-on-device.sh tests/plummer/test_plummer_cli.sh \
 	tests/plummer/RESULTS.md tests/plummer/results-h100.csv tests/plummer/fig2-h100.png \
-	tests/plummer/ac_correct_lanes.inc
+	tests/plummer/ac_correct_lanes.inc tests/plummer/ac_box_terms.inc
 
 if HAVE_FORTRAN
 # The integrator as a convenience library: shared by the program and the tests.
@@ -20,15 +20,16 @@ tests_plummer_libplummerac_la_SOURCES = tests/plummer/plummer_rng.f90 tests/plum
 	tests/plummer/ac_table.f90 tests/plummer/ac_prefetch.c tests/plummer/ac_cpu.c
 tests_plummer_libplummerac_la_LIBADD = tests/plummer/libplummerac_generic.la tests/plummer/libplummerac_avx2.la \
 	tests/plummer/libplummerac_avx512.la
-# The corrector's lanes in three copies (ac_correct_lanes.inc; configure sets
-# their flags); per-library flags need a library of their own.
+# The corrector's lanes and the start-up's pair terms in three copies
+# (ac_correct_lanes.inc, ac_box_terms.inc; configure sets their flags);
+# per-library flags need a library of their own.
 noinst_LTLIBRARIES += tests/plummer/libplummerac_generic.la tests/plummer/libplummerac_avx2.la \
 	tests/plummer/libplummerac_avx512.la
-tests_plummer_libplummerac_generic_la_SOURCES = tests/plummer/ac_correct_generic.f90
+tests_plummer_libplummerac_generic_la_SOURCES = tests/plummer/ac_correct_generic.f90 tests/plummer/ac_box_terms_generic.f90
 tests_plummer_libplummerac_generic_la_FCFLAGS = $(AM_FCFLAGS) $(PLUMMER_LANES_GENERIC_FCFLAGS)
-tests_plummer_libplummerac_avx2_la_SOURCES = tests/plummer/ac_correct_avx2.f90
+tests_plummer_libplummerac_avx2_la_SOURCES = tests/plummer/ac_correct_avx2.f90 tests/plummer/ac_box_terms_avx2.f90
 tests_plummer_libplummerac_avx2_la_FCFLAGS = $(AM_FCFLAGS) $(PLUMMER_LANES_AVX2_FCFLAGS)
-tests_plummer_libplummerac_avx512_la_SOURCES = tests/plummer/ac_correct_avx512.f90
+tests_plummer_libplummerac_avx512_la_SOURCES = tests/plummer/ac_correct_avx512.f90 tests/plummer/ac_box_terms_avx512.f90
 tests_plummer_libplummerac_avx512_la_FCFLAGS = $(AM_FCFLAGS) $(PLUMMER_LANES_AVX512_FCFLAGS)
 
 noinst_PROGRAMS += tests/plummer/plummer_ac tests/plummer/plummer_gpu_usable
@@ -38,38 +39,57 @@ tests_plummer_plummer_ac_SOURCES = tests/plummer/plummer_ac.f90
 tests_plummer_plummer_ac_LDADD = tests/plummer/libplummerac.la libgpunb.la libgpuirr.la
 tests_plummer_plummer_ac_LDFLAGS = $(OPENMP_FCFLAGS)
 
-PLUMMER_TESTS = tests/plummer/test_plummer_model tests/plummer/test_plummer_run tests/plummer/test_plummer_teams
+# The tests' PASS/FAIL lines (plummer_checks).
+noinst_LTLIBRARIES += tests/plummer/libplummercheck.la
+tests_plummer_libplummercheck_la_SOURCES = tests/plummer/plummer_checks.f90
+
+PLUMMER_TESTS = tests/plummer/test_plummer_model tests/plummer/test_plummer_run tests/plummer/test_plummer_teams \
+	tests/plummer/test_plummer_box_terms
 check_PROGRAMS += $(PLUMMER_TESTS)
 TESTS += $(PLUMMER_TESTS) tests/plummer/test_plummer_cli.sh
 tests_plummer_test_plummer_model_SOURCES = tests/plummer/test_plummer_model.f90
-tests_plummer_test_plummer_model_LDADD = tests/plummer/libplummerac.la libgpunb.la libgpuirr.la
+tests_plummer_test_plummer_model_LDADD = tests/plummer/libplummercheck.la tests/plummer/libplummerac.la libgpunb.la \
+	libgpuirr.la
 tests_plummer_test_plummer_model_LDFLAGS = $(OPENMP_FCFLAGS)
 tests_plummer_test_plummer_run_SOURCES = tests/plummer/test_plummer_run.f90
-tests_plummer_test_plummer_run_LDADD = tests/plummer/libplummerac.la libgpunb.la libgpuirr.la
+tests_plummer_test_plummer_run_LDADD = tests/plummer/libplummercheck.la tests/plummer/libplummerac.la libgpunb.la \
+	libgpuirr.la
 tests_plummer_test_plummer_run_LDFLAGS = $(OPENMP_FCFLAGS)
 tests_plummer_test_plummer_teams_SOURCES = tests/plummer/test_plummer_teams.f90 tests/plummer/team_marks.c
 tests_plummer_test_plummer_teams_LDADD = tests/plummer/libplummerac.la libgpunb.la libgpuirr.la
 tests_plummer_test_plummer_teams_LDFLAGS = $(OPENMP_FCFLAGS)
+tests_plummer_test_plummer_box_terms_SOURCES = tests/plummer/test_plummer_box_terms.f90
+tests_plummer_test_plummer_box_terms_LDADD = tests/plummer/libplummercheck.la tests/plummer/libplummerac.la libgpunb.la \
+	libgpuirr.la
+tests_plummer_test_plummer_box_terms_LDFLAGS = $(OPENMP_FCFLAGS)
 
 # Fortran modules must exist before their users compile (make -j).
+# (The copies' objects are named through variables: a literal target would
+# make automake drop its own compile rule for these objects, which have
+# flags of their own.)
+plummer_lanes_lo = tests/plummer/libplummerac_generic_la-ac_correct_generic.lo \
+	tests/plummer/libplummerac_avx2_la-ac_correct_avx2.lo tests/plummer/libplummerac_avx512_la-ac_correct_avx512.lo
+plummer_box_terms_lo = tests/plummer/libplummerac_generic_la-ac_box_terms_generic.lo \
+	tests/plummer/libplummerac_avx2_la-ac_box_terms_avx2.lo tests/plummer/libplummerac_avx512_la-ac_box_terms_avx512.lo
 tests/plummer/plummer_rng.lo: libnb6accel_fmod.la
 tests/plummer/plummer_model.lo: tests/plummer/plummer_rng.lo tests/plummer/ac_order.lo libnb6accel_fmod.la
 tests/plummer/ac_state.lo: libnb6accel_fmod.la
 tests/plummer/ac_blocks.lo: tests/plummer/ac_state.lo tests/plummer/ac_clock.lo
-tests/plummer/ac_forces.lo: tests/plummer/ac_correct.lo tests/plummer/ac_clock.lo tests/plummer/ac_order.lo
+tests/plummer/ac_forces.lo: tests/plummer/ac_correct.lo tests/plummer/ac_clock.lo tests/plummer/ac_order.lo \
+	$(plummer_box_terms_lo)
 tests/plummer/ac_correct.lo: tests/plummer/ac_state.lo
-# (Named through a variable: a literal target would make automake drop its
-# own compile rule for these objects, which have flags of their own.)
-plummer_lanes_lo = tests/plummer/libplummerac_generic_la-ac_correct_generic.lo \
-	tests/plummer/libplummerac_avx2_la-ac_correct_avx2.lo tests/plummer/libplummerac_avx512_la-ac_correct_avx512.lo
 $(plummer_lanes_lo): tests/plummer/ac_correct.lo $(srcdir)/tests/plummer/ac_correct_lanes.inc
+$(plummer_box_terms_lo): tests/plummer/ac_state.lo $(srcdir)/tests/plummer/ac_box_terms.inc
 tests/plummer/ac_integrator.lo: tests/plummer/ac_blocks.lo tests/plummer/ac_correct.lo $(plummer_lanes_lo) \
 	tests/plummer/ac_forces.lo tests/plummer/ac_profile.lo
 tests/plummer/ac_run.lo: tests/plummer/ac_integrator.lo tests/plummer/plummer_model.lo tests/plummer/ac_profile.lo \
 	tests/plummer/ac_order.lo
 tests/plummer/ac_table.lo: tests/plummer/ac_run.lo
 tests/plummer/plummer_ac.$(OBJEXT) tests/plummer/test_plummer_model.$(OBJEXT) \
-	tests/plummer/test_plummer_run.$(OBJEXT) tests/plummer/test_plummer_teams.$(OBJEXT): tests/plummer/libplummerac.la
+	tests/plummer/test_plummer_run.$(OBJEXT) tests/plummer/test_plummer_teams.$(OBJEXT) \
+	tests/plummer/test_plummer_box_terms.$(OBJEXT): tests/plummer/libplummerac.la
+tests/plummer/test_plummer_model.$(OBJEXT) tests/plummer/test_plummer_run.$(OBJEXT) \
+	tests/plummer/test_plummer_box_terms.$(OBJEXT): tests/plummer/libplummercheck.la
 
 # auto: 16384 where GPUNB's CUDA back-end can run, else 4096.
 PLUMMER_N ?= auto

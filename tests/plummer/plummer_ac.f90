@@ -189,8 +189,9 @@ contains
         '  -push NMIN      with -gpu-irr: after each block of at least NMIN bodies,', &
         '                  GPUNB_PUSH starts copying its records to the GPU (default:', &
         '                  N/8, at least the -gpu-irr NMIN; 0: never)', &
-        '  -lanes L        the irregular corrector''s code: auto (the default: the', &
-        '                  best copy the CPU runs), generic, avx2, avx512', &
+        '  -lanes L        the code of the irregular corrector and of the start-up''s', &
+        '                  pair terms: auto (the default: the best copy the CPU', &
+        '                  runs), generic, avx2, avx512', &
         '  -q              no reports, only the final table'
   end subroutine usage
 

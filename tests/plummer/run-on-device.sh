@@ -43,13 +43,15 @@ elapsed() { echo $(( $(date +%s) - start )); }
   mkdir -p /tmp/nb6-plummer-build && cd /tmp/nb6-plummer-build &&
   "$src/configure" --with-cuda-arch=90 "${flag_args[@]}" | tail -n 12 &&
   make -j"$(nproc)" >make.out 2>&1 || { tail -n 40 make.out; echo "BUILD FAILED"; exit 1; }
-  make -j"$(nproc)" tests/plummer/test_plummer_model tests/plummer/test_plummer_run >>make.out 2>&1 ||
+  make -j"$(nproc)" tests/plummer/test_plummer_model tests/plummer/test_plummer_run \
+    tests/plummer/test_plummer_box_terms >>make.out 2>&1 ||
     { tail -n 40 make.out; echo "BUILD OF TESTS FAILED"; exit 1; }
   echo "built after $(elapsed) s"
   echo "== tests of the driver on this machine's back-ends"
   export OMP_NUM_THREADS=${PLUMMER_THREADS:-$(nproc)}
   ./tests/plummer/test_plummer_model 2>&1 | tail -n 3
   ./tests/plummer/test_plummer_run 2>&1 | grep -E 'back-end|kernel|PASS|FAIL|passed'
+  ./tests/plummer/test_plummer_box_terms 2>&1 | grep -E 'FAIL|SKIP|passed'
   echo "tests done after $(elapsed) s"
 } >"$log" 2>&1 || { cat "$log"; exit 1; }
 cat "$log"

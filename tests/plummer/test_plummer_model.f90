@@ -7,6 +7,7 @@
 !> Morton numbering of the run (-order morton): a permutation under which
 !> bodies next in order are near in space.
 program test_plummer_model
+  use plummer_checks, only: check, checks_finish
   use, intrinsic :: iso_fortran_env, only: real64
   use plummer_model, only: plummer_generate, half_mass_radius, plummer_read
   use ac_order, only: morton_order
@@ -16,11 +17,10 @@ program test_plummer_model
   real(dp), allocatable :: body(:), x(:,:), v(:,:), x2(:,:), v2(:,:)
   real(dp), allocatable :: br(:), xr(:,:), vr(:,:)
   real(dp) :: t, w, e, q, cx(3), cv(3), rh, rmax, a
-  integer :: npass, nfail, i, j, unit, nr
+  integer :: i, j, unit, nr
   integer, allocatable :: order(:), seen(:)
   real(dp) :: step_given, step_morton
 
-  npass = 0; nfail = 0
   allocate(body(n), x(3,n), v(3,n), x2(3,n), v2(3,n))
   call plummer_generate(n, seed, body, x, v)
   write(*, '(a,i0,a,i0)') 'test_plummer_model: N = ', n, '  seed = ', seed
@@ -102,21 +102,5 @@ program test_plummer_model
   deallocate(order, seen)
 
   deallocate(body, x, v, x2, v2, br, xr, vr) ! stack-frame arrays under -fopenmp: free before the end
-  write(*, '(a,i0,a,i0,a)') 'test_plummer_model: ', npass, ' passed, ', nfail, ' failed'
-  if (nfail > 0) stop 1
-
-contains
-
-  subroutine check(what, ok, value)
-    character(len=*), intent(in) :: what
-    logical, intent(in) :: ok
-    real(dp), intent(in) :: value
-    if (ok) then
-      npass = npass + 1
-      write(*, '(a,a,a,es14.6,a)') 'PASS: ', what, ' (', value, ')'
-    else
-      nfail = nfail + 1
-      write(*, '(a,a,a,es14.6,a)') 'FAIL: ', what, ' (got ', value, ')'
-    end if
-  end subroutine check
+  call checks_finish('test_plummer_model')
 end program test_plummer_model

@@ -17,6 +17,7 @@
 !> (GPUNB's irregular force in double for blocks of >= 32, on the GPU where
 !> there is one) the energy is within 1e-7 of E of NBODY6's path.
 program test_plummer_run
+  use plummer_checks, only: check, checks_finish
   use, intrinsic :: iso_fortran_env, only: real64, int64
   use plummer_model, only: plummer_generate
   use ac_run, only: run_options, run_result, run_plummer
@@ -36,12 +37,11 @@ program test_plummer_run
   type(run_options) :: opt
   type(run_result) :: r1, r2, r3, r4, r5, r6, r7
   real(dp), allocatable :: body(:), x(:,:), v(:,:), xa(:,:), va(:,:), xb(:,:), vb(:,:)
-  integer :: npass, nfail, n, level
+  integer :: n, level
   real(dp) :: tol_paths
   character(len=16) :: gpunb_env
   integer :: env_len, env_status
 
-  npass = 0; nfail = 0
   opt%quiet = .true.
   opt%progress = 0
 
@@ -189,21 +189,5 @@ program test_plummer_run
   ! Main-program arrays live on the stack frame under -fopenmp, so free them
   ! before the end, or LeakSanitizer rightly reports them.
   deallocate(body, x, v, xa, va, xb, vb)
-  write(*, '(a,i0,a,i0,a)') 'test_plummer_run: ', npass, ' passed, ', nfail, ' failed'
-  if (nfail > 0) stop 1
-
-contains
-
-  subroutine check(what, ok, value)
-    character(len=*), intent(in) :: what
-    logical, intent(in) :: ok
-    real(dp), intent(in) :: value
-    if (ok) then
-      npass = npass + 1
-      write(*, '(a,a,a,es14.6,a)') 'PASS: ', what, ' (', value, ')'
-    else
-      nfail = nfail + 1
-      write(*, '(a,a,a,es14.6,a)') 'FAIL: ', what, ' (got ', value, ')'
-    end if
-  end subroutine check
+  call checks_finish('test_plummer_run')
 end program test_plummer_run
