@@ -3,15 +3,15 @@
 !> and the start of the integration (NBODY6's FPOLY0, FPOLY2, STEPS).
 module ac_forces
   use, intrinsic :: iso_c_binding, only: c_int, c_double
-  use, intrinsic :: iso_fortran_env, only: int64
+  use, intrinsic :: iso_fortran_env, only: int8, int64
   use nb6accel
   use ac_state
   use ac_correct, only: tstep, block_step_below
   use ac_clock, only: wall_seconds
   use ac_order, only: morton_order
-  use ac_box_terms_generic, only: box_terms_generic => box_terms
-  use ac_box_terms_avx2, only: box_terms_avx2 => box_terms
-  use ac_box_terms_avx512, only: box_terms_avx512 => box_terms
+  use ac_box_terms_generic, only: box_terms_generic => box_terms, box_sums_generic => box_sums
+  use ac_box_terms_avx2, only: box_terms_avx2 => box_terms, box_sums_avx2 => box_sums
+  use ac_box_terms_avx512, only: box_terms_avx512 => box_terms, box_sums_avx512 => box_sums
   implicit none
   private
   public :: forces_open, forces_close, regular_chunk, regular_chunk_start, regular_chunk_finish
@@ -406,17 +406,21 @@ contains
   !> The sphere holds about a third of the bodies at 32k (10 700 pairs per
   !> body), so the pairs are the start-up's main cost: the j's state is
   !> read from copies in that order (read in index order, each j cost four
-  !> cache misses), the i go in it too, and a box's pair terms are computed
-  !> in one vector loop (box_terms, ac_box_terms.inc, in the copy for the
-  !> CPU's level), then summed in the box's order.  Each i's sums take the
-  !> same pairs in the same order as one pair at a time.
+  !> cache misses), and the i go in that order too, box_lanes at a time:
+  !> one group's pair terms and sums over a box come from one vector loop
+  !> over its lanes (box_sums, ac_box_terms.inc, in the copy for the CPU's
+  !> level), for every box within some lane's sphere.  Each i's sums take
+  !> the same pairs in the same order, with the same bits, as one pair at a
+  !> time.
   subroutine second_third_derivatives(nb_start, nb_flat)
     integer, intent(in) :: nb_start(:), nb_flat(:)
-    integer :: i, j, k, kk, l, b, nbox, p, k0, m
+    integer :: i, j, k, kk, l, b, nbox, p, k0, m, g0, gm
     integer, allocatable :: order(:), rank(:)
     real(dp), allocatable :: xs(:,:), vs(:,:), fs(:,:), fds(:,:), ms(:), bmin(:,:), bmax(:,:)
-    logical(1), allocatable :: member(:)
-    real(dp) :: rcrit2, xi_(3), vi_(3), fi_(3), fdi_(3), d2box, s2(3), s3(3), s2r(3), s3r(3)
+    integer(int8), allocatable :: bits(:)
+    integer :: ki(box_lanes)
+    real(dp), dimension(box_lanes,3) :: xg, vg, fg, fdg, s2, s3, s2r, s3r
+    real(dp) :: rcrit2(box_lanes), rc(box_lanes), d2box
     real(dp) :: t2(box,3), t3(box,3), r2(box)
 
     call morton_order(n, x, order)
@@ -434,47 +438,59 @@ contains
       bmax(:,b) = maxval(xs(k0 + 1:k0 + m,:), dim=1)
     end do
 
-    !$omp parallel default(shared) private(i, k, kk, l, b, p, k0, m, rcrit2, xi_, vi_, fi_, fdi_, d2box, &
-    !$omp     s2, s3, s2r, s3r, t2, t3, r2, member)
-    allocate(member(n))
-    member = .false.
-    !$omp do schedule(dynamic, 16)
-    do kk = 1, n
-      i = order(kk)
-      s2 = 0; s3 = 0; s2r = 0; s3r = 0
-      rcrit2 = 25.0_dp * rs(i)**2 * (1.0_dp + 1.0_dp / real(nnb(i) + 1, dp))
-      xi_ = x(:,i); vi_ = xdot(:,i); fi_ = f(:,i); fdi_ = fdot(:,i)
-      do p = nb_start(i), nb_start(i + 1) - 1
-        member(rank(nb_flat(p))) = .true.
+    !$omp parallel default(shared) private(i, k, kk, l, b, p, k0, m, g0, gm, ki, xg, vg, fg, fdg, s2, s3, &
+    !$omp     s2r, s3r, rcrit2, rc, d2box, t2, t3, r2, bits)
+    allocate(bits(n))
+    bits = 0
+    !$omp do schedule(dynamic, 2)
+    do g0 = 0, n - 1, box_lanes
+      gm = min(box_lanes, n - g0)
+      ! Lanes past the group's end repeat its last body and take no pair.
+      do l = 1, box_lanes
+        kk = g0 + min(l, gm)
+        i = order(kk)
+        ki(l) = kk
+        xg(l,:) = x(:,i); vg(l,:) = xdot(:,i); fg(l,:) = f(:,i); fdg(l,:) = fdot(:,i)
+        rcrit2(l) = 25.0_dp * rs(i)**2 * (1.0_dp + 1.0_dp / real(nnb(i) + 1, dp))
+        if (l > gm) rcrit2(l) = -1
       end do
-      do b = 1, nbox
-        d2box = sum(max(bmin(:,b) - xi_, 0.0_dp, xi_ - bmax(:,b))**2)
-        if (d2box > rcrit2) cycle
-        k0 = (b - 1) * box
-        m = min(box, n - k0)
-        call level_box_terms(n, m, k0, kk, xi_, vi_, fi_, fdi_, xs, vs, fs, fds, ms, r2, t2, t3)
-        do l = 1, m
-          if (r2(l) > rcrit2 .or. k0 + l == kk) cycle
-          if (member(k0 + l)) then
-            s2 = s2 + t2(l,:); s3 = s3 + t3(l,:)
-          else
-            s2r = s2r + t2(l,:); s3r = s3r + t3(l,:)
-          end if
+      s2 = 0; s3 = 0; s2r = 0; s3r = 0
+      do l = 1, gm
+        i = order(g0 + l)
+        do p = nb_start(i), nb_start(i + 1) - 1
+          k = rank(nb_flat(p))
+          bits(k) = ibset(bits(k), l - 1)
         end do
       end do
-      ! List members beyond the sphere (the velocity criterion took them).
-      do p = nb_start(i), nb_start(i + 1) - 1
-        k = rank(nb_flat(p))
-        member(k) = .false.
-        if (sum((xs(k,:) - xi_)**2) > rcrit2) then
-          call level_box_terms(n, 1, k - 1, 0, xi_, vi_, fi_, fdi_, xs, vs, fs, fds, ms, r2, t2, t3)
-          s2 = s2 + t2(1,:); s3 = s3 + t3(1,:)
-        end if
+      do b = 1, nbox
+        do l = 1, box_lanes
+          d2box = max(bmin(1,b) - xg(l,1), 0.0_dp, xg(l,1) - bmax(1,b))**2 &
+              + max(bmin(2,b) - xg(l,2), 0.0_dp, xg(l,2) - bmax(2,b))**2 &
+              + max(bmin(3,b) - xg(l,3), 0.0_dp, xg(l,3) - bmax(3,b))**2
+          rc(l) = merge(-1.0_dp, rcrit2(l), d2box > rcrit2(l))
+        end do
+        if (all(rc < 0)) cycle
+        k0 = (b - 1) * box
+        m = min(box, n - k0)
+        call level_box_sums(n, m, k0, ki, rc, bits, xg, vg, fg, fdg, xs, vs, fs, fds, ms, s2, s3, s2r, s3r)
       end do
-      d2(:,i) = s2; d3(:,i) = s3; d2r(:,i) = s2r; d3r(:,i) = s3r
+      do l = 1, gm
+        i = order(g0 + l)
+        ! List members beyond the sphere (the velocity criterion took them).
+        do p = nb_start(i), nb_start(i + 1) - 1
+          k = rank(nb_flat(p))
+          bits(k) = 0
+          if (sum((xs(k,:) - xg(l,:))**2) > rcrit2(l)) then
+            call level_box_terms(n, 1, k - 1, 0, xg(l,:), vg(l,:), fg(l,:), fdg(l,:), xs, vs, fs, fds, ms, &
+                r2, t2, t3)
+            s2(l,:) = s2(l,:) + t2(1,:); s3(l,:) = s3(l,:) + t3(1,:)
+          end if
+        end do
+        d2(:,i) = s2(l,:); d3(:,i) = s3(l,:); d2r(:,i) = s2r(l,:); d3r(:,i) = s3r(l,:)
+      end do
     end do
     !$omp end do
-    deallocate(member)
+    deallocate(bits)
     !$omp end parallel
   end subroutine second_third_derivatives
 
@@ -494,4 +510,22 @@ contains
       call box_terms_generic(nn, m, k0, ki, xi, vi, fi, fdi, xs, vs, fs, fds, ms, r2, t2, t3)
     end select
   end subroutine level_box_terms
+
+  !> box_sums in the copy for the CPU's level (lanes_level).
+  subroutine level_box_sums(nn, m, k0, ki, rc, bits, xi, vi, fi, fdi, xs, vs, fs, fds, ms, s2, s3, s2r, s3r)
+    integer, intent(in) :: nn, m, k0, ki(box_lanes)
+    real(dp), intent(in) :: rc(box_lanes)
+    integer(int8), intent(in) :: bits(nn)
+    real(dp), intent(in) :: xi(box_lanes,3), vi(box_lanes,3), fi(box_lanes,3), fdi(box_lanes,3)
+    real(dp), intent(in) :: xs(nn,3), vs(nn,3), fs(nn,3), fds(nn,3), ms(nn)
+    real(dp), intent(inout) :: s2(box_lanes,3), s3(box_lanes,3), s2r(box_lanes,3), s3r(box_lanes,3)
+    select case (lanes_level)
+    case (lanes_avx512)
+      call box_sums_avx512(nn, m, k0, ki, rc, bits, xi, vi, fi, fdi, xs, vs, fs, fds, ms, s2, s3, s2r, s3r)
+    case (lanes_avx2)
+      call box_sums_avx2(nn, m, k0, ki, rc, bits, xi, vi, fi, fdi, xs, vs, fs, fds, ms, s2, s3, s2r, s3r)
+    case default
+      call box_sums_generic(nn, m, k0, ki, rc, bits, xi, vi, fi, fdi, xs, vs, fs, fds, ms, s2, s3, s2r, s3r)
+    end select
+  end subroutine level_box_sums
 end module ac_forces

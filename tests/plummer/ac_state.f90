@@ -72,6 +72,9 @@ module ac_state
   !> Bodies per box of the start-up's derivatives (ac_forces'
   !> second_third_derivatives; the box_terms copies of ac_box_terms.inc).
   integer, parameter :: box = 32
+  !> Bodies i per group of those derivatives (box_sums: one in each lane of
+  !> an AVX-512 vector of doubles; their list marks are bits of one byte).
+  integer, parameter :: box_lanes = 8
 
   ! ---- particles -------------------------------------------------------------
   real(dp), allocatable, target :: body(:)

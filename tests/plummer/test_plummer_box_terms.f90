@@ -6,15 +6,20 @@
 !> the AVX2 and AVX-512 copies bit for bit the same as the generic one, on a
 !> Plummer model with random relative accelerations and jerks, a tight
 !> cluster and near-coincident pairs.  i's own lane (r = 0) must stay finite.
+!> And FPOLY2's sums for a group of box_lanes bodies at once (box_sums, in
+!> each copy): bit for bit the sums one body and one pair at a time would
+!> give from the generic box_terms, with random list marks, radii (some
+!> exactly a pair's r2, some lanes taking nothing) and groups that hold
+!> bodies of the box.
 !> Fresh inputs each run: NB6_TEST_SEED=S repeats one.
 program test_plummer_box_terms
   use plummer_checks, only: check, checks_finish
-  use, intrinsic :: iso_fortran_env, only: int64
-  use ac_state, only: dp, box, lanes_generic, lanes_avx2, lanes_avx512, lanes_name, cpu_lanes_level
+  use, intrinsic :: iso_fortran_env, only: int8, int64
+  use ac_state, only: dp, box, box_lanes, lanes_generic, lanes_avx2, lanes_avx512, lanes_name, cpu_lanes_level
   use plummer_model, only: plummer_generate
-  use ac_box_terms_generic, only: box_terms_generic => box_terms
-  use ac_box_terms_avx2, only: box_terms_avx2 => box_terms
-  use ac_box_terms_avx512, only: box_terms_avx512 => box_terms
+  use ac_box_terms_generic, only: box_terms_generic => box_terms, box_sums_generic => box_sums
+  use ac_box_terms_avx2, only: box_terms_avx2 => box_terms, box_sums_avx2 => box_sums
+  use ac_box_terms_avx512, only: box_terms_avx512 => box_terms, box_sums_avx512 => box_sums
   implicit none
   integer, parameter :: n = 4096, nbox = n / box
   real(dp), allocatable :: body(:), x(:,:), v(:,:), xs(:,:), vs(:,:), fs(:,:), fds(:,:), ms(:)
@@ -25,6 +30,12 @@ program test_plummer_box_terms
   character(len=32) :: env
   integer(int64) :: seed64
   integer :: status
+  ! The group sums' test (group_sums_check): the group's bodies (their
+  ! positions in xs and their state), the list marks, the reference sums,
+  ! and counts of the kinds of lanes met.
+  integer :: kg(box_lanes), nlist, nrest, nnone, nself, nedge
+  integer(int8), allocatable :: bits(:)
+  real(dp), dimension(box_lanes,3) :: xg, vg, fg, fdg, e2, e3, e2r, e3r
   character(len=*), parameter :: case_name(3) = [character(24) :: 'Plummer model', 'tight cluster', &
       'near-coincident pairs']
 
@@ -91,6 +102,7 @@ program test_plummer_box_terms
       call check(trim(case_name(ncase)) // ': copies up to ' // trim(lanes_name(best)) // &
           ' bit for bit as the generic one (pairs that differ)', ndiff == 0 .and. nsame > 0, real(ndiff, dp))
     end if
+    call group_sums_check(trim(case_name(ncase)))
   end do
   if (best < lanes_avx512) write(*, '(3a)') 'SKIP: this CPU runs no ', trim(lanes_name(best + 1)), &
       ' code, so those copies were not compared'
@@ -99,6 +111,122 @@ program test_plummer_box_terms
   call checks_finish('test_plummer_box_terms')
 
 contains
+
+  !> box_sums of every copy this CPU runs against the sums one i and one
+  !> pair at a time (generic box_terms, then each kept term added to the
+  !> list's or the others' sums in j's order), over groups of bodies and a
+  !> run of boxes each; bit for bit.  Also that every kind of lane
+  !> occurred: terms in both sums, lanes that take nothing from a box, i's
+  !> own pair and a pair at r2 = rc exactly.
+  subroutine group_sums_check(what)
+    character(len=*), intent(in) :: what
+    integer, parameter :: ngroups = 40, nb = 12
+    integer :: boxes(nb), g, l, bb, j, level, k0, nbad, ncompared
+    real(dp), dimension(box_lanes,3) :: s2, s3, s2r, s3r, z2, z3, z2r, z3r
+    real(dp) :: rc(box_lanes,nb), u1
+    allocate(bits(n))
+    nbad = 0; ncompared = 0; nlist = 0; nrest = 0; nnone = 0; nself = 0; nedge = 0
+    do g = 1, ngroups
+      ! A run of bodies (the first box holds them, so i's own pair occurs);
+      ! in odd groups the last lane repeats the one before, as ac_forces
+      ! pads a short last group.
+      call random_number(u1)
+      k0 = int(u1 * (n - box_lanes))
+      do l = 1, box_lanes
+        kg(l) = k0 + l
+        if (mod(g, 2) == 1 .and. l == box_lanes) kg(l) = kg(l - 1)
+        xg(l,:) = xs(kg(l),:); vg(l,:) = vs(kg(l),:); fg(l,:) = fs(kg(l),:); fdg(l,:) = fds(kg(l),:)
+      end do
+      do j = 1, n
+        call random_number(u1)
+        bits(j) = int(u1 * 256 - 128, int8)
+        call random_number(u1)
+        if (u1 < 0.5_dp) bits(j) = 0
+      end do
+      do bb = 1, nb
+        boxes(bb) = 1 + mod(k0 / box + (bb - 1) * (nbox / nb + 1), nbox)
+        call choose_radii(boxes(bb), rc(:,bb))
+      end do
+      ! Sums that start nonzero, as after earlier boxes.
+      call random_number(z2); call random_number(z3); call random_number(z2r); call random_number(z3r)
+      e2 = z2; e3 = z3; e2r = z2r; e3r = z3r
+      do bb = 1, nb
+        call reference_sums_add(boxes(bb), rc(:,bb))
+      end do
+      do level = lanes_generic, best
+        s2 = z2; s3 = z3; s2r = z2r; s3r = z3r
+        do bb = 1, nb
+          k0 = (boxes(bb) - 1) * box
+          select case (level)
+          case (lanes_avx2)
+            call box_sums_avx2(n, box, k0, kg, rc(:,bb), bits, xg, vg, fg, fdg, xs, vs, fs, fds, ms, s2, s3, s2r, s3r)
+          case (lanes_avx512)
+            call box_sums_avx512(n, box, k0, kg, rc(:,bb), bits, xg, vg, fg, fdg, xs, vs, fs, fds, ms, s2, s3, s2r, s3r)
+          case default
+            call box_sums_generic(n, box, k0, kg, rc(:,bb), bits, xg, vg, fg, fdg, xs, vs, fs, fds, ms, s2, s3, s2r, s3r)
+          end select
+        end do
+        do l = 1, box_lanes
+          ncompared = ncompared + 1
+          if (any(s2(l,:) /= e2(l,:)) .or. any(s3(l,:) /= e3(l,:)) .or. any(s2r(l,:) /= e2r(l,:)) .or. &
+              any(s3r(l,:) /= e3r(l,:))) nbad = nbad + 1
+        end do
+      end do
+    end do
+    call check(what // ': group sums bit for bit as one pair at a time, copies up to ' // trim(lanes_name(best)) // &
+        ' (lanes that differ)', nbad == 0 .and. ncompared > 0, real(nbad, dp))
+    call check(what // ': group sums met list and other terms, empty lanes, i''s own pair, r2 = rc (fewest)', &
+        min(nlist, nrest, nnone, nself, nedge) > 0, real(min(nlist, nrest, nnone, nself, nedge), dp))
+    deallocate(bits)
+  end subroutine group_sums_check
+
+  !> Radii per lane for box b: random, lane 2's exactly the r2 of one of
+  !> the box's pairs (not its own), lane 3 none (-1).
+  subroutine choose_radii(b, r)
+    integer, intent(in) :: b
+    real(dp), intent(out) :: r(box_lanes)
+    integer :: l, jj
+    real(dp) :: r2(box), t2(box,3), t3(box,3), u
+    do l = 1, box_lanes
+      call random_number(u)
+      r(l) = 1.5_dp * u * u * maxval(sum((xs((b - 1) * box + 1:b * box,:) - spread(xg(l,:), 1, box))**2, dim=2))
+    end do
+    call box_terms_generic(n, box, (b - 1) * box, kg(2), xg(2,:), vg(2,:), fg(2,:), fdg(2,:), xs, vs, fs, fds, &
+        ms, r2, t2, t3)
+    jj = 1 + mod(b, box)
+    if ((b - 1) * box + jj == kg(2)) jj = 1 + mod(b + 1, box)
+    r(2) = r2(jj)
+    r(3) = -1
+  end subroutine choose_radii
+
+  !> One i and one pair at a time, as FPOLY2 summed before box_sums.
+  subroutine reference_sums_add(b, r)
+    integer, intent(in) :: b
+    real(dp), intent(in) :: r(box_lanes)
+    integer :: l, jj, k
+    real(dp) :: r2(box), t2(box,3), t3(box,3)
+    logical :: taken
+    do l = 1, box_lanes
+      call box_terms_generic(n, box, (b - 1) * box, kg(l), xg(l,:), vg(l,:), fg(l,:), fdg(l,:), xs, vs, fs, fds, &
+          ms, r2, t2, t3)
+      taken = .false.
+      do jj = 1, box
+        k = (b - 1) * box + jj
+        if (k == kg(l)) nself = nself + 1
+        if (r2(jj) == r(l) .and. k /= kg(l)) nedge = nedge + 1
+        if (r2(jj) > r(l) .or. k == kg(l)) cycle
+        taken = .true.
+        if (btest(bits(k), l - 1)) then
+          e2(l,:) = e2(l,:) + t2(jj,:); e3(l,:) = e3(l,:) + t3(jj,:)
+          nlist = nlist + 1
+        else
+          e2r(l,:) = e2r(l,:) + t2(jj,:); e3r(l,:) = e3r(l,:) + t3(jj,:)
+          nrest = nrest + 1
+        end if
+      end do
+      if (.not. taken) nnone = nnone + 1
+    end do
+  end subroutine reference_sums_add
 
   !> Case 1: a Plummer model; 2: the same shrunk 1000 times about its first
   !> body; 3: every odd body 1e-7 from the body before it.  Relative
@@ -132,7 +260,7 @@ contains
     end select
   end subroutine inputs
 
-  !> Pair (i on ki) by the recursion of the force's derivatives, and the
+  !> Pair (i on kg) by the recursion of the force's derivatives, and the
   !> sums of the magnitudes of each result's terms (the scale of its
   !> rounding error).
   subroutine reference(j, i, a2, a3, s2, s3)
