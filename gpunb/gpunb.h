@@ -124,8 +124,13 @@ GPUNB_API void gpunb_get_stats(const gpunb *nb, gpunb_stats *out);
  * regular force, do other work (irregular forces, correctors), and collect it.
  * Order: gpunb_set_jparticle* -> gpunb_predict -> gpunb_regf_start ->
  * gpunb_regf_finish; calling out of that order is a usage error, and while a
- * force is in flight nothing may change the j-set (send, predict, another
- * start), so results can never be read early or computed from moved data. */
+ * force is in flight nothing may change the j-set (send, predict), so
+ * results can never be read early or computed from moved data.  Up to two
+ * forces may be in flight at once (a second gpunb_regf_start before the
+ * first gpunb_regf_finish; a third is refused); gpunb_regf_finish collects
+ * them in the order they were started.  A large block split in chunks
+ * keeps the next chunk in flight while it collects one: with the CUDA
+ * back-end the GPU then computes it while the host unpacks the last. */
 
 /* Store the predictor state of j-particle j (0-based, < capacity): position
  * x0, velocity v0, f_half = acc/2, fdot_sixth = jerk/6 at epoch t0, and mass
@@ -152,8 +157,9 @@ GPUNB_API int gpunb_predict(gpunb *nb, int nj, double t);
 GPUNB_API int gpunb_regf_start(gpunb *nb, int ni, const int *j_index, const double *h2,
                                const double *dtr, int lmax, int nbmax);
 
-/* Wait for the force of the last gpunb_regf_start and write it exactly as
- * gpunb_regf does (ni rows of acc, jrk, pot; ni columns of lmax ints). */
+/* Wait for the oldest force in flight (of the earliest gpunb_regf_start not
+ * collected yet) and write it exactly as gpunb_regf does (its ni rows of
+ * acc, jrk, pot; ni columns of lmax ints). */
 GPUNB_API int gpunb_regf_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3], double *pot,
                                 int *list);
 

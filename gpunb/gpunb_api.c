@@ -35,10 +35,12 @@ static void free_resident(gpunb *nb)
     nb6_free(nb->xp);
     nb6_free(nb->vp);
     nb6_free(nb->mp);
-    nb6_free(nb->pending_h2);
-    nb6_free(nb->pending_dtr);
-    nb6_free(nb->pending_x);
-    nb6_free(nb->pending_v);
+    for (int q = 0; q < GPUNB_REGF_IN_FLIGHT; q++) {
+        nb6_free(nb->pending[q].h2);
+        nb6_free(nb->pending[q].dtr);
+        nb6_free(nb->pending[q].x);
+        nb6_free(nb->pending[q].v);
+    }
 }
 
 static int alloc_resident(gpunb *nb, int capacity)
@@ -238,7 +240,7 @@ int gpunb_refuse_in_flight(const char *routine)
 {
     return gpunb_fail(GPUNB_EUSAGE,
                       "%s: a regular force started by gpunb_regf_start is in flight; call "
-                      "gpunb_regf_finish first",
+                      "gpunb_regf_finish for each one first",
                       routine);
 }
 

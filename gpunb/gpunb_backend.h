@@ -23,6 +23,12 @@ typedef struct gpunb_jrecord {
     double unused[2];
 } gpunb_jrecord;
 
+/* Regular forces that gpunb_regf_start may keep in flight at once: two,
+ * so that the next chunk of a large block runs on the device while the
+ * host collects the last one (one in flight left the device idle for that
+ * collection, some 0.4-0.6 ms per 16k-i chunk on the H100 box). */
+#define GPUNB_REGF_IN_FLIGHT 2
+
 typedef struct gpunb_backend_ops {
     const char *name; /* "reference", "cpu", "cuda" */
 
@@ -61,10 +67,11 @@ typedef struct gpunb_backend_ops {
     /* Wait until predict has read the records (required with predict).
      * Called from any thread, several at once. */
     int (*records_wait)(void *state);
-    /* Launch the force on j-set members j_index[0..ni-1]; do not wait. */
+    /* Launch the force on j-set members j_index[0..ni-1]; do not wait.
+     * Called with up to GPUNB_REGF_IN_FLIGHT - 1 forces in flight already. */
     int (*regf_start)(void *state, int ni, const int *j_index, const double *h2,
                       const double *dtr, int lmax, int limit);
-    /* Wait for the launched force and write it as regf does. */
+    /* Wait for the oldest force in flight and write it as regf does. */
     int (*regf_finish)(void *state, double (*acc)[3], double (*jrk)[3], double *pot, int *list,
                        double *t_force, double *t_gather);
     /* The irregular force over neighbour lists (optional: when NULL, or

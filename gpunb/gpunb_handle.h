@@ -44,9 +44,14 @@ struct gpunb {
     int predicted;          /* the j-set is the prediction of the records */
     double (*xp)[3], (*vp)[3], *mp; /* host prediction, when the back-end has none */
 
-    /* The force between gpunb_regf_start and gpunb_regf_finish. */
-    int in_flight, pending_ni, pending_lmax, pending_limit, pending_cap;
-    double *pending_h2, *pending_dtr, (*pending_x)[3], (*pending_v)[3];
+    /* The forces between gpunb_regf_start and gpunb_regf_finish: in_flight
+     * of them, the oldest at pending[pending_head] (a ring).  h2, dtr, x, v:
+     * the host emulation's copy of the block, computed at finish. */
+    int in_flight, pending_head;
+    struct gpunb_pending {
+        int ni, lmax, limit, cap;
+        double *h2, *dtr, (*x)[3], (*v)[3];
+    } pending[GPUNB_REGF_IN_FLIGHT];
 
     /* Irregular force (gpunb_irr_open): list rows of irr_lmax ints (count,
      * then members) in the back-end's memory, like rec; list_dirty: the rows

@@ -207,21 +207,21 @@ int gpunb_predict(gpunb *nb, int nj, double t)
     return GPUNB_OK;
 }
 
-static int grow_pending(gpunb *nb, int ni)
+static int grow_pending(struct gpunb_pending *p, int ni)
 {
-    if (ni <= nb->pending_cap)
+    if (ni <= p->cap)
         return GPUNB_OK;
-    nb6_free(nb->pending_h2);
-    nb6_free(nb->pending_dtr);
-    nb6_free(nb->pending_x);
-    nb6_free(nb->pending_v);
-    nb->pending_h2 = nb6_alloc((size_t)ni * sizeof(double));
-    nb->pending_dtr = nb6_alloc((size_t)ni * sizeof(double));
-    nb->pending_x = nb6_alloc((size_t)ni * sizeof(double[3]));
-    nb->pending_v = nb6_alloc((size_t)ni * sizeof(double[3]));
-    nb->pending_cap = ni;
-    if (!nb->pending_h2 || !nb->pending_dtr || !nb->pending_x || !nb->pending_v) {
-        nb->pending_cap = 0;
+    nb6_free(p->h2);
+    nb6_free(p->dtr);
+    nb6_free(p->x);
+    nb6_free(p->v);
+    p->h2 = nb6_alloc((size_t)ni * sizeof(double));
+    p->dtr = nb6_alloc((size_t)ni * sizeof(double));
+    p->x = nb6_alloc((size_t)ni * sizeof(double[3]));
+    p->v = nb6_alloc((size_t)ni * sizeof(double[3]));
+    p->cap = ni;
+    if (!p->h2 || !p->dtr || !p->x || !p->v) {
+        p->cap = 0;
         return gpunb_fail(GPUNB_ERESOURCE, "gpunb_regf_start: out of host memory for ni = %d", ni);
     }
     return GPUNB_OK;
@@ -236,8 +236,11 @@ int gpunb_regf_start(gpunb *nb, int ni, const int *j_index, const double *h2, co
 
     if (!nb)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: called before gpunb_open (handle is NULL)");
-    if (nb->in_flight)
-        return gpunb_refuse_in_flight("gpunb_regf_start");
+    if (nb->in_flight >= GPUNB_REGF_IN_FLIGHT)
+        return gpunb_fail(GPUNB_EUSAGE,
+                          "gpunb_regf_start: %d regular forces are in flight already (the most there may be); "
+                          "call gpunb_regf_finish first",
+                          nb->in_flight);
     if (!nb->predicted)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: no predicted j-set: call gpunb_predict first");
     if (ni < 1)
@@ -258,24 +261,25 @@ int gpunb_regf_start(gpunb *nb, int ni, const int *j_index, const double *h2, co
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_start: dtr[%ld] = %g is not finite", k, dtr[k]);
 
     int limit = nbmax < lmax - 1 ? nbmax : lmax - 1;
+    struct gpunb_pending *p = &nb->pending[(nb->pending_head + nb->in_flight) % GPUNB_REGF_IN_FLIGHT];
     if (nb->ops->regf_start) {
         st = nb->ops->regf_start(nb->state, ni, j_index, h2, dtr, lmax, limit);
     } else {
         /* Host emulation: remember the block, compute it at finish. */
-        if ((st = grow_pending(nb, ni)) == GPUNB_OK)
+        if ((st = grow_pending(p, ni)) == GPUNB_OK)
             for (int i = 0; i < ni; i++) {
-                nb->pending_h2[i] = h2[i];
-                nb->pending_dtr[i] = dtr[i];
-                memcpy(nb->pending_x[i], nb->xp[j_index[i]], sizeof nb->pending_x[i]);
-                memcpy(nb->pending_v[i], nb->vp[j_index[i]], sizeof nb->pending_v[i]);
+                p->h2[i] = h2[i];
+                p->dtr[i] = dtr[i];
+                memcpy(p->x[i], nb->xp[j_index[i]], sizeof p->x[i]);
+                memcpy(p->v[i], nb->vp[j_index[i]], sizeof p->v[i]);
             }
     }
     if (st != GPUNB_OK)
         return st;
-    nb->in_flight = 1;
-    nb->pending_ni = ni;
-    nb->pending_lmax = lmax;
-    nb->pending_limit = limit;
+    nb->in_flight++;
+    p->ni = ni;
+    p->lmax = lmax;
+    p->limit = limit;
     nb->stats.time_total += nb6_clock() - t0;
     return GPUNB_OK;
 }
@@ -292,18 +296,19 @@ int gpunb_regf_finish(gpunb *nb, double (*acc)[3], double (*jrk)[3], double *pot
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_finish: no regular force in flight: call gpunb_regf_start first");
     if (!acc || !jrk || !list)
         return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_finish: a NULL array (acc, jrk or list)");
-    nb->in_flight = 0;
+    const struct gpunb_pending *p = &nb->pending[nb->pending_head];
+    nb->pending_head = (nb->pending_head + 1) % GPUNB_REGF_IN_FLIGHT;
+    nb->in_flight--;
     if (nb->ops->regf_finish)
         st = nb->ops->regf_finish(nb->state, acc, jrk, pot, list, &t_force, &t_gather);
     else
-        st = nb->ops->regf(nb->state, nb->pending_ni, nb->pending_h2, nb->pending_dtr,
-                           (const double(*)[3])nb->pending_x, (const double(*)[3])nb->pending_v, acc,
-                           jrk, pot, nb->pending_lmax, nb->pending_limit, list, &t_force, &t_gather);
+        st = nb->ops->regf(nb->state, p->ni, p->h2, p->dtr, (const double(*)[3])p->x, (const double(*)[3])p->v,
+                           acc, jrk, pot, p->lmax, p->limit, list, &t_force, &t_gather);
     if (st != GPUNB_OK)
         return st;
     nb->stats.regf_calls++;
-    nb->stats.i_forced += nb->pending_ni;
-    nb->stats.interactions += (double)nb->pending_ni * (double)nb->nj;
+    nb->stats.i_forced += p->ni;
+    nb->stats.interactions += (double)p->ni * (double)nb->nj;
     nb->stats.time_force += t_force;
     nb->stats.time_gather += t_gather;
     nb->stats.time_total += nb6_clock() - t0;

@@ -31,6 +31,40 @@ static void set_all(gpunb *nb)
         gpunb_set_jparticle(nb, j, c.x[j], c.v[j], f_half[j], fdot_sixth[j], c.m[j], t0[j]);
 }
 
+/* The block of ji, h2, dtr as two forces in flight (a third of it, then
+ * the rest started before the first is collected), collected in the order
+ * of the starts: the same lists and forces as one start (acc, list) on the
+ * same j-set. */
+static void two_in_flight(gpunb *b, const int *ji, const double *h2, const double *dtr, double (*acc)[3],
+                          const int *list, const char *label)
+{
+    static double acc3[NI][3], jrk3[NI][3], pot3[NI];
+    static int list3[NI * LMAX];
+    const int n1 = NI / 3;
+    double worst = 0.0;
+    int differ = 0;
+    TL_CHECK(gpunb_regf_start(b, n1, ji, h2, dtr, LMAX, LMAX - 5) == GPUNB_OK, "%s first start: %s", label,
+             gpunb_last_error());
+    TL_CHECK(gpunb_regf_start(b, NI - n1, ji + n1, h2 + n1, dtr + n1, LMAX, LMAX - 5) == GPUNB_OK,
+             "%s second start: %s", label, gpunb_last_error());
+    TL_CHECK(gpunb_regf_finish(b, acc3, jrk3, pot3, list3) == GPUNB_OK, "%s first finish: %s", label,
+             gpunb_last_error());
+    TL_CHECK(gpunb_regf_finish(b, acc3 + n1, jrk3 + n1, pot3 + n1, list3 + n1 * LMAX) == GPUNB_OK,
+             "%s second finish: %s", label, gpunb_last_error());
+    for (int i = 0; i < NI; i++) {
+        const int *c1 = list + i * LMAX, *c3 = list3 + i * LMAX;
+        int same = c1[0] == c3[0];
+        for (int e = 1; same && e <= c1[0]; e++)
+            same = c1[e] == c3[e];
+        differ += !same;
+        worst = fmax(worst, tl_relerr3(acc3[i], acc[i], 0.0));
+    }
+    TL_CHECK(differ == 0, "%s: %d of %d lists differ with two forces in flight", label, differ, NI);
+    TL_CHECK(worst < 1e-6, "%s: forces differ by %.2e with two forces in flight", label, worst);
+    printf("  %-10s two forces in flight vs one: %d lists differ, worst force difference %.2e\n", label, differ,
+           worst);
+}
+
 /* Legacy path: predict here, send, regf.  Extended path: the library
  * predicts, regf_start/finish.  Same block, same answers. */
 static void compare_paths(enum gpunb_backend_kind kind, const char *label)
@@ -85,6 +119,7 @@ static void compare_paths(enum gpunb_backend_kind kind, const char *label)
     TL_CHECK(worst < 1e-6, "%s: forces differ by %.2e between the paths", label, worst);
     printf("  %-10s extended vs legacy path: %d of %d lists differ, worst force difference %.2e\n", label,
            differ, NI, worst);
+    two_in_flight(b, ji, h2, dtr, acc2, list2, label);
 
     /* Change 40 records only; the next prediction must see exactly them. */
     for (int k = 0; k < 40; k++) {
@@ -167,9 +202,14 @@ static void call_order(void)
     expect(gpunb_predict(nb, 100, 0.1), "in flight", "predict while in flight");
     expect(gpunb_send(nb, 10, c.m, (const double(*)[3])c.x, (const double(*)[3])c.v), "in flight",
            "send while in flight");
-    expect(gpunb_regf_start(nb, 2, ji, h2, dtr, 8, 7), "in flight", "second start while in flight");
+    TL_CHECK(gpunb_regf_start(nb, 2, ji, h2, dtr, 8, 7) == GPUNB_OK, "second start while in flight: %s",
+             gpunb_last_error());
+    expect(gpunb_regf_start(nb, 2, ji, h2, dtr, 8, 7), "2 regular forces are in flight already",
+           "third start while two are in flight");
     TL_CHECK(gpunb_regf_finish(nb, acc, jrk, pot, list) == GPUNB_OK, "finish: %s", gpunb_last_error());
-    expect(gpunb_regf_finish(nb, acc, jrk, pot, list), "call gpunb_regf_start first", "finish twice");
+    expect(gpunb_predict(nb, 100, 0.1), "in flight", "predict while the second is in flight");
+    TL_CHECK(gpunb_regf_finish(nb, acc, jrk, pot, list) == GPUNB_OK, "second finish: %s", gpunb_last_error());
+    expect(gpunb_regf_finish(nb, acc, jrk, pot, list), "call gpunb_regf_start first", "finish three times");
     gpunb_close(nb);
     printf("  call-order rules hold\n");
 }

@@ -43,10 +43,40 @@ int gpunb_cuda_usable(char *why)
     return ok;
 }
 
+static void free_lane(cuda_lane *L)
+{
+    if (L->own_scratch) {
+        cudaFree(L->d_ibuf);
+        cudaFree(L->d_iidx);
+        cudaFree(L->d_partial);
+        cudaFree(L->d_sync);
+    }
+    cudaFree(L->d_nbcount);
+    cudaFree(L->d_iorder);
+    cudaFree(L->d_nblist);
+    cudaFreeHost(L->h_out);
+    cudaFreeHost(L->h_stamp);
+    if (L->ev_force0)
+        cudaEventDestroy(L->ev_force0);
+    if (L->ev_force1)
+        cudaEventDestroy(L->ev_force1);
+    if (L->ev_reduced)
+        cudaEventDestroy(L->ev_reduced);
+    if (L->ev_join)
+        cudaEventDestroy(L->ev_join);
+    if (L->own_streams && L->stream)
+        cudaStreamDestroy(L->stream);
+    if (L->own_streams && L->side)
+        cudaStreamDestroy(L->side);
+}
+
 static void free_gpu(cuda_gpu *g)
 {
     if (cudaSetDevice(g->device) != cudaSuccess)
         return;
+    cudaDeviceSynchronize(); /* nothing of any lane may still run on what goes */
+    for (int l = 0; l < GPUNB_CUDA_LANES; l++)
+        free_lane(&g->lane[l]);
     cudaFree(g->d_jpos);
     cudaFree(g->d_jvel);
     cudaFree(g->d_jlo);
@@ -61,18 +91,9 @@ static void free_gpu(cuda_gpu *g)
     cudaFreeHost(g->h_jpos);
     cudaFreeHost(g->h_jvel);
     cudaFreeHost(g->h_jlo);
-    cudaFree(g->d_ibuf);
-    cudaFree(g->d_partial);
-    cudaFree(g->d_nbcount);
-    cudaFree(g->d_sync);
-    cudaFreeHost(g->h_stamp);
-    cudaFree(g->d_iorder);
-    cudaFree(g->d_nblist);
-    cudaFreeHost(g->h_out);
     cudaFree(g->d_rec);
     cudaFree(g->d_stage);
     cudaFreeHost(g->h_stage);
-    cudaFree(g->d_iidx);
     if (g->irr) /* nothing may still run on what goes next */
         cudaStreamSynchronize(g->irr);
     cudaFree(g->d_lists);
@@ -93,12 +114,6 @@ static void free_gpu(cuda_gpu *g)
         cudaEventDestroy(g->ev_push);
     if (g->irr)
         cudaStreamDestroy(g->irr);
-    if (g->ev_force0)
-        cudaEventDestroy(g->ev_force0);
-    if (g->ev_force1)
-        cudaEventDestroy(g->ev_force1);
-    if (g->ev_join)
-        cudaEventDestroy(g->ev_join);
     if (g->ev_records)
         cudaEventDestroy(g->ev_records);
     if (g->stream)
@@ -140,13 +155,17 @@ static void cuda_close(void *state)
             cudaEventDestroy(s->prof.ev[e]);
     for (int k = 0; k < s->ngpu; k++)
         free_gpu(&s->gpu[k]);
-    cudaFreeHost(s->h_ibuf);
-    cudaFreeHost(s->h_iidx);
-    free(s->p_jidx);
-    free(s->p_h2);
-    free(s->p_dtr);
-    free(s->p_xi);
-    free(s->p_vi);
+    for (int l = 0; l < GPUNB_CUDA_LANES; l++) {
+        cudaFreeHost(s->h_ibuf[l]);
+        cudaFreeHost(s->h_iidx[l]);
+    }
+    for (int q = 0; q < GPUNB_REGF_IN_FLIGHT; q++) {
+        free(s->pend[q].jidx);
+        free(s->pend[q].h2);
+        free(s->pend[q].dtr);
+        free(s->pend[q].xi);
+        free(s->pend[q].vi);
+    }
     free(s->redo);
     free(s->redo_j);
     free(s->short_flag);
@@ -175,6 +194,45 @@ int gpunb_cuda_mapped_alloc(cuda_gpu *g, void **host, void **device, size_t byte
     CHECK(g, cudaHostAlloc(host, bytes, cudaHostAllocPortable | cudaHostAllocMapped));
     CHECK(g, cudaHostGetDevicePointer(device, *host, 0));
     return GPUNB_OK;
+}
+
+/* Lane `l` of GPU g (see cuda_lane): lane 1 shares lane 0's streams and
+ * scratch, the redo lane has its own, its streams of the highest priority. */
+static int open_lane(cuda_gpu *g, int l, size_t partial_floats)
+{
+    cuda_lane *L = &g->lane[l];
+    int least, greatest;
+    L->own_streams = l == LANE_REDO;
+    L->own_scratch = l != 1;
+    if (L->own_streams) {
+        CHECK(g, cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        CHECK(g, cudaStreamCreateWithPriority(&L->stream, cudaStreamNonBlocking, greatest));
+        CHECK(g, cudaStreamCreateWithPriority(&L->side, cudaStreamNonBlocking, greatest));
+    } else {
+        L->stream = g->stream;
+        L->side = g->side;
+    }
+    CHECK(g, cudaEventCreate(&L->ev_force0));
+    CHECK(g, cudaEventCreate(&L->ev_force1));
+    CHECK(g, cudaEventCreateWithFlags(&L->ev_reduced, cudaEventDisableTiming));
+    CHECK(g, cudaEventCreateWithFlags(&L->ev_join, cudaEventDisableTiming));
+    if (L->own_scratch) {
+        CHECK(g, cudaMalloc((void **)&L->d_ibuf, 2 * 3 * sizeof(float4) * GPUNB_CUDA_NI_CHUNK));
+        CHECK(g, cudaMalloc((void **)&L->d_iidx, 2 * sizeof(int4) * GPUNB_CUDA_NI_CHUNK));
+        CHECK(g, cudaMalloc((void **)&L->d_partial, sizeof(float) * partial_floats));
+        CHECK(g, cudaMalloc((void **)&L->d_sync, 2 * sizeof(int)));
+        CHECK(g, cudaMemset(L->d_sync, 0, 2 * sizeof(int)));
+    } else {
+        L->d_ibuf = g->lane[0].d_ibuf;
+        L->d_iidx = g->lane[0].d_iidx;
+        L->d_partial = g->lane[0].d_partial;
+        L->d_sync = g->lane[0].d_sync;
+    }
+    CHECK(g, cudaMalloc((void **)&L->d_iorder, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
+    CHECK(g, cudaMalloc((void **)&L->d_nbcount, sizeof *L->d_nbcount * GPUNB_CUDA_NI_CHUNK));
+    CHECK(g, cudaMemset(L->d_nbcount, 0, sizeof *L->d_nbcount * GPUNB_CUDA_NI_CHUNK));
+    return gpunb_cuda_mapped_alloc(g, (void **)&L->h_stamp, (void **)&L->d_stamp,
+                                   sizeof(unsigned long long) * (1 + FUSED_REDUCE_NI));
 }
 
 static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, int single, int pdl)
@@ -211,9 +269,6 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
                           g->device, g->name, prop.major, prop.minor);
     CHECK(g, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
     CHECK(g, cudaStreamCreateWithFlags(&g->side, cudaStreamNonBlocking));
-    CHECK(g, cudaEventCreate(&g->ev_force0));
-    CHECK(g, cudaEventCreate(&g->ev_force1));
-    CHECK(g, cudaEventCreateWithFlags(&g->ev_join, cudaEventDisableTiming));
     CHECK(g, cudaEventCreateWithFlags(&g->ev_records, cudaEventDisableTiming));
     CHECK(g, cudaMalloc((void **)&g->d_jpos, jbytes));
     CHECK(g, cudaMalloc((void **)&g->d_jvel, jbytes));
@@ -229,24 +284,17 @@ static int open_gpu(cuda_gpu *g, int capacity_pad, int min_blocks, int waves, in
         CHECK(g, gpunb_cuda_spatial_temp_bytes(capacity_pad, &g->sort_temp_bytes));
         CHECK(g, cudaMalloc(&g->d_sort_temp, g->sort_temp_bytes));
     }
-    CHECK(g, cudaMalloc((void **)&g->d_ibuf, 2 * 3 * sizeof(float4) * GPUNB_CUDA_NI_CHUNK));
-    CHECK(g, cudaMalloc((void **)&g->d_iidx, 2 * sizeof(int4) * GPUNB_CUDA_NI_CHUNK));
-    CHECK(g, cudaMalloc((void **)&g->d_iorder, sizeof(int) * GPUNB_CUDA_NI_CHUNK));
     CHECK(g, gpunb_cuda_order_i_prepare());
     /* nslices * ni_tiles <= max(waves * force_blocks, ni_tiles) (see launch_gpu, gpunb_cuda_regf.c) */
     partial_floats = (size_t)(waves * g->force_blocks + GPUNB_CUDA_NI_CHUNK / GPUNB_CUDA_BLOCK_I) *
                      GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_NPARTIAL;
-    CHECK(g, cudaMalloc((void **)&g->d_partial, sizeof(float) * partial_floats));
-    CHECK(g, cudaMalloc((void **)&g->d_nbcount, sizeof *g->d_nbcount * GPUNB_CUDA_NI_CHUNK));
-    CHECK(g, cudaMemset(g->d_nbcount, 0, sizeof *g->d_nbcount * GPUNB_CUDA_NI_CHUNK));
-    CHECK(g, cudaMalloc((void **)&g->d_sync, 2 * sizeof(int)));
-    CHECK(g, cudaMemset(g->d_sync, 0, 2 * sizeof(int)));
+    for (int l = 0; l < GPUNB_CUDA_LANES; l++)
+        if ((st = open_lane(g, l, partial_floats)) != GPUNB_OK)
+            return st;
     /* cudaMemset runs in the legacy default stream, which the non-blocking
      * streams of the calls do not wait for: done before the first call. */
     CHECK(g, cudaDeviceSynchronize());
-    if ((st = gpunb_cuda_mapped_alloc(g, (void **)&g->h_stamp, (void **)&g->d_stamp,
-                                      sizeof(unsigned long long) * (1 + FUSED_REDUCE_NI))) ||
-        (st = host_alloc(g, (void **)&g->h_jpos, jbytes)) ||
+    if ((st = host_alloc(g, (void **)&g->h_jpos, jbytes)) ||
         (st = host_alloc(g, (void **)&g->h_jvel, jbytes)) ||
         (st = host_alloc(g, (void **)&g->h_jlo, jbytes)))
         return st;
@@ -359,11 +407,12 @@ static int cuda_open(void **state, int capacity, char *desc)
             if (s->gpu[l].device == s->gpu[k].device)
                 s->gpu[k].single_blocks = s->gpu[l].single_blocks = 0;
     s->rec_nj = -1;
-    if ((st = host_alloc(&s->gpu[0], (void **)&s->h_ibuf, 3 * sizeof(float4) * chunk)) ||
-        (st = host_alloc(&s->gpu[0], (void **)&s->h_iidx, sizeof(int4) * chunk))) {
-        cuda_close(s);
-        return st;
-    }
+    for (int l = 0; l < GPUNB_CUDA_LANES; l++)
+        if ((st = host_alloc(&s->gpu[0], (void **)&s->h_ibuf[l], 3 * sizeof(float4) * chunk)) ||
+            (st = host_alloc(&s->gpu[0], (void **)&s->h_iidx[l], sizeof(int4) * chunk))) {
+            cuda_close(s);
+            return st;
+        }
     len = (size_t)snprintf(desc, NB6_ERRMSG_LEN, "CUDA, %d GPU%s:", n, n > 1 ? "s" : "");
     for (int k = 0; k < n && len < NB6_ERRMSG_LEN; k++)
         len += (size_t)snprintf(desc + len, NB6_ERRMSG_LEN - len, "%s %d = %s (%d SMs, %d force blocks)",

@@ -14,11 +14,13 @@
  * NI result records and the sorted lists behind them straight into pinned
  * host memory (no download to wait for); then one wait per GPU (for NI <=
  * 256 on the gathering blocks' stamps in mapped memory, with each i copied
- * out as it lands; else a stream synchronisation: stamps from the ~1100
+ * out as it lands; else on the launch's events: stamps from the ~1100
  * blocks of a call of 1000 i, each behind a system-scope fence, made such
  * calls 15-40 us slower on the H100) and the sum over GPUs in double on the
  * host.  The j-set is split over the GPUs in contiguous ranges, so their
- * lists concatenate in ascending order.
+ * lists concatenate in ascending order.  Every launch runs in a lane
+ * (cuda_lane, gpunb_cuda_state.h): two regular forces may be in flight on
+ * a GPU, and a redo runs beside them.
  *
  * The coordinates are floats about an origin near the cluster (see
  * gpunb_cuda.c).  A close pair that is no neighbour (h2 tiny or 0) still
@@ -83,27 +85,28 @@ static int cap_of(const cuda_gpu *g, int limit)
 /* The list buffers grow to chunk * cap entries (word records on the GPU,
  * sorted ints in the host's buffer) the first time a call needs more (once
  * per run in NBODY6, whose lmax is fixed). */
-static int ensure_lists(cuda_gpu *g, long ints)
+static int ensure_lists(cuda_gpu *g, cuda_lane *L, long ints)
 {
     const size_t out_bytes = RESULTS_BYTES + sizeof(int) * (size_t)ints;
-    if (ints <= g->list_ints)
+    if (ints <= L->list_ints)
         return GPUNB_OK;
     CHECK(g, cudaSetDevice(g->device));
-    CHECK(g, cudaStreamSynchronize(g->stream));
-    cudaFree(g->d_nblist);
-    cudaFreeHost(g->h_out);
-    g->d_nblist = NULL;
-    g->h_out = g->d_hout = NULL;
-    g->list_ints = 0;
-    CHECK(g, cudaMalloc((void **)&g->d_nblist, sizeof *g->d_nblist * (size_t)ints));
+    CHECK(g, cudaStreamSynchronize(L->stream));
+    CHECK(g, cudaStreamSynchronize(L->side));
+    cudaFree(L->d_nblist);
+    cudaFreeHost(L->h_out);
+    L->d_nblist = NULL;
+    L->h_out = L->d_hout = NULL;
+    L->list_ints = 0;
+    CHECK(g, cudaMalloc((void **)&L->d_nblist, sizeof *L->d_nblist * (size_t)ints));
     /* The gathering blocks load each row's first entries with its count, in
      * one round trip, and drop those past the count: defined bytes there
      * keep compute-sanitizer's initcheck quiet (once per allocation; in
      * the stream of the force kernels that write the rows). */
-    CHECK(g, cudaMemsetAsync(g->d_nblist, 0xff, sizeof *g->d_nblist * (size_t)ints, g->stream));
-    CHECK(g, cudaHostAlloc((void **)&g->h_out, out_bytes, cudaHostAllocPortable | cudaHostAllocMapped));
-    CHECK(g, cudaHostGetDevicePointer((void **)&g->d_hout, g->h_out, 0));
-    g->list_ints = ints;
+    CHECK(g, cudaMemsetAsync(L->d_nblist, 0xff, sizeof *L->d_nblist * (size_t)ints, L->stream));
+    CHECK(g, cudaHostAlloc((void **)&L->h_out, out_bytes, cudaHostAllocPortable | cudaHostAllocMapped));
+    CHECK(g, cudaHostGetDevicePointer((void **)&L->d_hout, L->h_out, 0));
+    L->list_ints = ints;
     return GPUNB_OK;
 }
 
@@ -127,10 +130,12 @@ static int spatial_pays(const cuda_state *s, const cuda_gpu *g, int ni)
     return g->spatial && (s->spatial_mode > 0 || (long long)ni * g->ntiles * GPUNB_CUDA_TILE_J >= SPATIAL_MIN_PAIRS);
 }
 
-/* Enqueue one chunk on GPU g: upload i (coordinates from h_ibuf, or with
- * members set, j-set indices from h_iidx), force, reduce, gather, download. */
-static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise, int members)
+/* Enqueue one chunk in lane `lane` of GPU g: upload i (coordinates from
+ * h_ibuf, or with members set, j-set indices from h_iidx), force, reduce,
+ * gather, download. */
+static int launch_gpu(cuda_state *s, cuda_gpu *g, int lane, int ni, int limit, int precise, int members)
 {
+    cuda_lane *const L = &g->lane[lane];
     const int ni_tiles = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I;
     const int ni_pad = ni_tiles * GPUNB_CUDA_BLOCK_I;
     const int cap = cap_of(g, limit);
@@ -144,7 +149,9 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
      * slices would be only a few quarters long (small NI: a slice that
      * starts or ends inside a tile idles warps, 25 -> 36 us at NI = 64). */
     const int fused = ni <= FUSED_REDUCE_NI; /* one kernel reduces and gathers */
-    const int single = fused && s->single && g->single_blocks > 0; /* ... the force kernel itself */
+    /* ... the force kernel itself, whose grid barrier needs the whole GPU:
+     * not in the redo lane, which runs beside another lane's force */
+    const int single = fused && s->single && g->single_blocks > 0 && lane != LANE_REDO;
     /* The j-set in spatial order where it is sorted and the call is large
      * enough to pay for ordering the i (spatial_pays), for the fast kernel
      * (the only one with the far test) on more than one i-tile (with one,
@@ -179,38 +186,46 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
     const long long units = g->ntiles * GPUNB_CUDA_JWAYS / granule;
     CHECK(g, cudaSetDevice(g->device));
     if (s->dirty) {
-        /* a failed call's kernels may still run: their stamps must not land in this call's */
-        CHECK(g, cudaStreamSynchronize(g->stream));
-        CHECK(g, cudaMemsetAsync(g->d_nbcount, 0, sizeof *g->d_nbcount * GPUNB_CUDA_NI_CHUNK, g->stream));
-        CHECK(g, cudaMemsetAsync(g->d_sync, 0, 2 * sizeof(int), g->stream));
+        /* a failed call's kernels may still run: their stamps must not land
+         * in this call's (every lane's counters: the failure may have been
+         * in another) */
+        for (int l = 0; l < GPUNB_CUDA_LANES; l++) {
+            cuda_lane *const o = &g->lane[l];
+            CHECK(g, cudaStreamSynchronize(o->stream));
+            CHECK(g, cudaStreamSynchronize(o->side));
+            CHECK(g, cudaMemsetAsync(o->d_nbcount, 0, sizeof *o->d_nbcount * GPUNB_CUDA_NI_CHUNK, o->stream));
+            if (o->own_scratch)
+                CHECK(g, cudaMemsetAsync(o->d_sync, 0, 2 * sizeof(int), o->stream));
+            CHECK(g, cudaStreamSynchronize(o->stream));
+        }
     }
     const size_t ibytes = members ? sizeof(int4) * (size_t)ni_pad : sizeof(float4) * (size_t)ni_pad * (precise ? 3 : 2);
     const int inline_i = s->inline_i && ni_tiles == 1 && !single;
     if (inline_i)
-        memcpy(g->inl.v, members ? (const void *)s->h_iidx : (const void *)s->h_ibuf, ibytes);
+        memcpy(g->inl.v, members ? (const void *)s->h_iidx[lane] : (const void *)s->h_ibuf[lane], ibytes);
     else if (members)
-        CHECK(g, cudaMemcpyAsync(g->d_iidx, s->h_iidx, ibytes, cudaMemcpyHostToDevice, g->stream));
+        CHECK(g, cudaMemcpyAsync(L->d_iidx, s->h_iidx[lane], ibytes, cudaMemcpyHostToDevice, L->stream));
     else
-        CHECK(g, cudaMemcpyAsync(g->d_ibuf, s->h_ibuf, ibytes, cudaMemcpyHostToDevice, g->stream));
+        CHECK(g, cudaMemcpyAsync(L->d_ibuf, s->h_ibuf[lane], ibytes, cudaMemcpyHostToDevice, L->stream));
     /* spatial: the i ranked into that order first */
-    const float4 *ibuf = g->d_ibuf;
-    const int4 *iidx = g->d_iidx;
+    const float4 *ibuf = L->d_ibuf;
+    const int4 *iidx = L->d_iidx;
     const int *iorder = NULL;
     if (spatial) {
-        float4 *ibuf_sorted = g->d_ibuf + 3 * GPUNB_CUDA_NI_CHUNK;
-        int4 *iidx_sorted = g->d_iidx + GPUNB_CUDA_NI_CHUNK;
-        CHECK(g, gpunb_cuda_launch_order_i(ni, ni_pad, s->spatial_scale, g->d_ibuf, ibuf_sorted, 2 /* no ilo */,
-                                           members ? g->d_iidx : NULL, iidx_sorted, g->d_jpos, g->d_iorder,
-                                           g->stream));
+        float4 *ibuf_sorted = L->d_ibuf + 3 * GPUNB_CUDA_NI_CHUNK;
+        int4 *iidx_sorted = L->d_iidx + GPUNB_CUDA_NI_CHUNK;
+        CHECK(g, gpunb_cuda_launch_order_i(ni, ni_pad, s->spatial_scale, L->d_ibuf, ibuf_sorted, 2 /* no ilo */,
+                                           members ? L->d_iidx : NULL, iidx_sorted, g->d_jpos, L->d_iorder,
+                                           L->stream));
         ibuf = ibuf_sorted;
         iidx = iidx_sorted;
-        iorder = g->d_iorder;
+        iorder = L->d_iorder;
     }
     /* A small call is timed by the GPU's own clock, stamped by the kernels
      * (two event records cost its critical path ~3 us of host time). */
-    g->stamped_ni = fused && !single ? ni : 0;
-    if (g->stamped_ni) /* (the last call's stamps have all arrived: finish_gpu waited for them) */
-        memset(g->h_stamp, 0, sizeof(unsigned long long) * (size_t)(1 + ni));
+    L->stamped_ni = fused && !single ? ni : 0;
+    if (L->stamped_ni) /* (the lane's last stamps have all arrived: finish_gpu waited for them) */
+        memset(L->h_stamp, 0, sizeof(unsigned long long) * (size_t)(1 + ni));
     const int *perm = spatial ? g->d_perm : NULL;
     gpunb_cuda_force_args a = {
         .precise = precise, .min_blocks = s->min_blocks, .jpos = spatial ? g->d_spos : g->d_jpos,
@@ -220,38 +235,45 @@ static int launch_gpu(cuda_state *s, cuda_gpu *g, int ni, int limit, int precise
         .ilo = ibuf + 2 * ni_pad, .iidx = members ? iidx : NULL, .ni_tiles = ni_tiles,
         .nslices = (int)nslices, .granule = granule,
         .slice_units = (int)(units / nslices), .slice_extra = (int)(units % nslices),
-        .partial = g->d_partial, .slices_inner = fused, .nbcount = g->d_nbcount,
-        .nblist = g->d_nblist, .cap = cap,
-        .single = single, .sync = g->d_sync, .ni = ni, .limit = limit,
-        .result = results_of(g->d_hout), .compact = compact_of(g->d_hout, ni),
-        .stamp_start = g->stamped_ni ? g->d_stamp : NULL,
+        .partial = L->d_partial, .slices_inner = fused, .nbcount = L->d_nbcount,
+        .nblist = L->d_nblist, .cap = cap,
+        .single = single, .sync = L->d_sync, .ni = ni, .limit = limit,
+        .result = results_of(L->d_hout), .compact = compact_of(L->d_hout, ni),
+        .stamp_start = L->stamped_ni ? L->d_stamp : NULL,
         .box = spatial ? g->d_box : NULL, .perm = perm, .iorder = iorder,
     };
     /* A programmatic dependent launch needs the gathering kernel right after
      * the force kernel.  The force time of a small call includes the
      * gathering (as it does with the single launch). */
     const int pdl = fused && !single && g->pdl;
-    if (!g->stamped_ni)
-        CHECK(g, cudaEventRecord(g->ev_force0, g->stream));
-    CHECK(g, gpunb_cuda_launch_force(&a, inline_i ? &g->inl : NULL, g->stream));
-    if (!g->stamped_ni)
-        CHECK(g, cudaEventRecord(g->ev_force1, g->stream));
+    if (!L->stamped_ni)
+        CHECK(g, cudaEventRecord(L->ev_force0, L->stream));
+    CHECK(g, gpunb_cuda_launch_force(&a, inline_i ? &g->inl : NULL, L->stream));
+    if (!L->stamped_ni)
+        CHECK(g, cudaEventRecord(L->ev_force1, L->stream));
+    L->gathered_aside = !single && !fused;
     if (single) {
         /* nothing more: the force kernel has reduced and gathered */
     } else if (fused) {
-        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, perm, iorder, g->j0, ni, limit,
-                                          compact_of(g->d_hout, ni), results_of(g->d_hout), g->d_partial,
-                                          (int)nslices, ni_pad, g->d_stamp + 1, pdl, g->stream));
-    } else { /* reduction and gathering need only the force kernel: side by side */
-        CHECK(g, cudaStreamWaitEvent(g->side, g->ev_force1, 0));
-        CHECK(g, gpunb_cuda_launch_gather(g->d_nbcount, g->d_nblist, cap, perm, iorder, g->j0, ni, limit,
-                                          compact_of(g->d_hout, ni), results_of(g->d_hout), NULL, 0, 0, NULL,
-                                          0, g->side));
-        CHECK(g, cudaEventRecord(g->ev_join, g->side));
-        CHECK(g, gpunb_cuda_launch_reduce(g->d_partial, (int)nslices, ni, ni_pad, iorder, results_of(g->d_hout),
-                                          g->stream));
-        CHECK(g, cudaStreamWaitEvent(g->stream, g->ev_join, 0));
+        CHECK(g, gpunb_cuda_launch_gather(L->d_nbcount, L->d_nblist, cap, perm, iorder, g->j0, ni, limit,
+                                          compact_of(L->d_hout, ni), results_of(L->d_hout), L->d_partial,
+                                          (int)nslices, ni_pad, L->d_stamp + 1, pdl, L->stream));
+    } else {
+        /* Reduction and gathering need only the force kernel: side by
+         * side.  The stream does not wait for the gathering: the next
+         * force in it (the other lane's) writes other buffers and reads
+         * nothing the gathering writes, so it runs while this one's lists
+         * go to the host; collecting waits for both. */
+        CHECK(g, cudaStreamWaitEvent(L->side, L->ev_force1, 0));
+        CHECK(g, gpunb_cuda_launch_gather(L->d_nbcount, L->d_nblist, cap, perm, iorder, g->j0, ni, limit,
+                                          compact_of(L->d_hout, ni), results_of(L->d_hout), NULL, 0, 0, NULL,
+                                          0, L->side));
+        CHECK(g, cudaEventRecord(L->ev_join, L->side));
+        CHECK(g, gpunb_cuda_launch_reduce(L->d_partial, (int)nslices, ni, ni_pad, iorder, results_of(L->d_hout),
+                                          L->stream));
     }
+    if (!L->stamped_ni)
+        CHECK(g, cudaEventRecord(L->ev_reduced, L->stream));
     return GPUNB_OK;
 }
 
@@ -266,12 +288,12 @@ static inline void cpu_relax(void)
 }
 
 /* Between spins on a small call's stamps: a failed kernel's error, or
- * *done when the stream has ended. */
-static int query_stream(cuda_gpu *g, int *done)
+ * *done when the lane's stream has ended. */
+static int query_stream(const cuda_gpu *g, const cuda_lane *L, int *done)
 {
-    const cudaError_t e = cudaStreamQuery(g->stream);
+    const cudaError_t e = cudaStreamQuery(L->stream);
     if (e != cudaErrorNotReady && e != cudaSuccess)
-        return gpunb_cuda_error(g->device, "cudaStreamQuery(g->stream)", __FILE__, __LINE__, e);
+        return gpunb_cuda_error(g->device, "cudaStreamQuery(lane stream)", __FILE__, __LINE__, e);
     *done = e == cudaSuccess;
     return GPUNB_OK;
 }
@@ -283,19 +305,19 @@ static int query_stream(cuda_gpu *g, int *done)
  * after the last block (grid exit, the front end's fence and semaphore).
  * Every POLL_QUERY spins the stream is asked too, so that a failed kernel is
  * reported rather than waited for. */
-static int wait_stamps(cuda_gpu *g)
+static int wait_stamps(const cuda_gpu *g, const cuda_lane *L)
 {
-    const volatile unsigned long long *stamp = g->h_stamp;
+    const volatile unsigned long long *stamp = L->h_stamp;
     int next = 0, done = 0, st;
     for (unsigned spin = 1;; spin++) {
-        while (next <= g->stamped_ni && stamp[next] != 0)
+        while (next <= L->stamped_ni && stamp[next] != 0)
             next++;
-        if (next > g->stamped_ni)
+        if (next > L->stamped_ni)
             break;
         if (done) /* the stream ended without them: cannot happen unless the GPU lost a write */
             return gpunb_fail(GPUNB_EDEVICE, "gpunb_regf: CUDA device %d finished without stamping i %d of %d",
-                              g->device, next, g->stamped_ni);
-        if (spin % POLL_QUERY == 0 && (st = query_stream(g, &done)) != GPUNB_OK)
+                              g->device, next, L->stamped_ni);
+        if (spin % POLL_QUERY == 0 && (st = query_stream(g, L, &done)) != GPUNB_OK)
             return st;
         cpu_relax();
     }
@@ -303,24 +325,28 @@ static int wait_stamps(cuda_gpu *g)
     return GPUNB_OK;
 }
 
-/* Wait for GPU g: its results are then in h_out. */
-static int finish_gpu(cuda_gpu *g, double *t_force)
+/* Wait for lane L of GPU g: its results are then in L->h_out.  On the
+ * lane's events, not its stream, which may hold the other lane's force
+ * by now. */
+static int finish_gpu(cuda_gpu *g, cuda_lane *L, double *t_force)
 {
     float ms = 0.0f;
-    if (g->stamped_ni) { /* first force block's start to the last gathering block's end */
-        const int st = wait_stamps(g);
+    if (L->stamped_ni) { /* first force block's start to the last gathering block's end */
+        const int st = wait_stamps(g, L);
         if (st != GPUNB_OK)
             return st;
-        const volatile unsigned long long *stamp = g->h_stamp;
+        const volatile unsigned long long *stamp = L->h_stamp;
         unsigned long long end = stamp[0];
-        for (int i = 1; i <= g->stamped_ni; i++)
+        for (int i = 1; i <= L->stamped_ni; i++)
             end = stamp[i] > end ? stamp[i] : end;
         *t_force += 1e-9 * (double)(end - stamp[0]);
         return GPUNB_OK;
     }
     CHECK(g, cudaSetDevice(g->device));
-    CHECK(g, cudaStreamSynchronize(g->stream));
-    CHECK(g, cudaEventElapsedTime(&ms, g->ev_force0, g->ev_force1));
+    CHECK(g, cudaEventSynchronize(L->ev_reduced));
+    if (L->gathered_aside)
+        CHECK(g, cudaEventSynchronize(L->ev_join));
+    CHECK(g, cudaEventElapsedTime(&ms, L->ev_force0, L->ev_force1));
     *t_force += 1e-3 * ms;
     return GPUNB_OK;
 }
@@ -330,11 +356,11 @@ static int finish_gpu(cuda_gpu *g, double *t_force)
  * to it already), in the caller's order: the GPUs rank them where
  * spatial_pays says so (on the host, the keys and the sort cost a 1024-i
  * call 19 us of its critical path, session 25). */
-void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int ni, const double *h2, const double *dtr,
+void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int lane, int ni, const double *h2, const double *dtr,
                                const double (*xi)[3], const double (*vi)[3], const double *o, const double *vo)
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
-    float4 *ipos = s->h_ibuf, *ivel = s->h_ibuf + ni_pad, *ilo = s->h_ibuf + 2 * ni_pad;
+    float4 *ipos = s->h_ibuf[lane], *ivel = s->h_ibuf[lane] + ni_pad, *ilo = s->h_ibuf[lane] + 2 * ni_pad;
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
     for (int i = 0; i < ni_pad; i++) {
         float4 p = {0, 0, 0, -1.0f}, u = {0, 0, 0, 0}, l = {0, 0, 0, 0}; /* padding: h2 < 0 */
@@ -354,7 +380,8 @@ void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int ni, const double *h2, const do
 
 /* The i of a chunk as j-set members, in h_iidx (one GPU: local = global),
  * in the caller's order (see gpunb_cuda_regf_fill_ibuf). */
-void gpunb_cuda_regf_fill_iidx(cuda_state *s, int ni, const int *j_index, const double *h2, const double *dtr)
+void gpunb_cuda_regf_fill_iidx(cuda_state *s, int lane, int ni, const int *j_index, const double *h2,
+                               const double *dtr)
 {
     const int ni_pad = (ni + GPUNB_CUDA_BLOCK_I - 1) / GPUNB_CUDA_BLOCK_I * GPUNB_CUDA_BLOCK_I;
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
@@ -366,12 +393,12 @@ void gpunb_cuda_regf_fill_iidx(cuda_state *s, int ni, const int *j_index, const 
             memcpy(&d.y, &fh, sizeof fh);
             memcpy(&d.z, &fd, sizeof fd);
         }
-        s->h_iidx[i] = d;
+        s->h_iidx[lane][i] = d;
     }
 }
 
 /* Enqueue a chunk of at most NI_CHUNK i (filled in by gpunb_cuda_regf_fill_ibuf or
- * gpunb_cuda_regf_fill_iidx) on every GPU that holds j; returns without waiting.
+ * gpunb_cuda_regf_fill_iidx) in `lane` of every GPU that holds j; returns without waiting.
  * With several busy GPUs each is launched by a thread of the team: one
  * GPU's launch sequence takes some 15-20 us of API calls, which in turn
  * made the last GPU start that much after the first (launch_gpu writes
@@ -379,22 +406,22 @@ void gpunb_cuda_regf_fill_iidx(cuda_state *s, int ni, const int *j_index, const 
  * ends the threads a smaller team leaves out and creates them again for
  * the next full one (ms per call).  The first failure's message is the
  * caller's. */
-int gpunb_cuda_regf_chunk_launch(cuda_state *s, int ni, int limit, int precise, int members)
+int gpunb_cuda_regf_chunk_launch(cuda_state *s, int lane, int ni, int limit, int precise, int members)
 {
     int st = GPUNB_OK, busy = 0;
     char why[NB6_ERRMSG_LEN] = "";
     for (int k = 0; k < s->ngpu; k++)
-        busy += s->gpu[k].busy = s->gpu[k].ntiles > 0;
+        busy += s->gpu[k].lane[lane].busy = s->gpu[k].ntiles > 0;
     if (busy <= 1) { /* no region: even an if(0) one sets up a team of one */
         for (int k = 0; k < s->ngpu; k++)
-            if (s->gpu[k].busy)
-                return launch_gpu(s, &s->gpu[k], ni, limit, precise, members);
+            if (s->gpu[k].lane[lane].busy)
+                return launch_gpu(s, &s->gpu[k], lane, ni, limit, precise, members);
         return GPUNB_OK;
     }
 #pragma omp parallel for schedule(static, 1)
     for (int k = 0; k < s->ngpu; k++) {
         cuda_gpu *g = &s->gpu[k];
-        const int e = g->busy ? launch_gpu(s, g, ni, limit, precise, members) : GPUNB_OK;
+        const int e = g->lane[lane].busy ? launch_gpu(s, g, lane, ni, limit, precise, members) : GPUNB_OK;
         if (e != GPUNB_OK) {
 #pragma omp critical /* unnamed: a named one is a global symbol of the library */
             if (st == GPUNB_OK) {
@@ -447,17 +474,17 @@ static int short_of_precision(double least_a2, const double acc[3])
  * write them at i's place, whatever order the GPU computed the i in),
  * combined in double (the lists of GPU g before those of GPU g + 1),
  * written as gpunb_regf does. */
-static void collect_one(const cuda_state *s, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
-                        int lmax, int limit, int *list)
+static void collect_one(const cuda_state *s, int lane, int i, int ni, double (*acc)[3], double (*jrk)[3],
+                        double *pot, int lmax, int limit, int *list)
 {
     double a[3] = {0, 0, 0}, jk[3] = {0, 0, 0}, phi = 0.0;
     long count = 0;
     int *col = list + (size_t)i * (size_t)lmax;
     for (int gi = 0; gi < s->ngpu; gi++) {
-        const cuda_gpu *g = &s->gpu[gi];
-        if (!g->busy)
+        const cuda_lane *L = &s->gpu[gi].lane[lane];
+        if (!L->busy)
             continue;
-        const gpunb_cuda_result *r = results_of(g->h_out) + i;
+        const gpunb_cuda_result *r = results_of(L->h_out) + i;
         for (int c = 0; c < 3; c++) {
             a[c] += r->acc[c];
             jk[c] += r->jrk[c];
@@ -471,11 +498,13 @@ static void collect_one(const cuda_state *s, int i, int ni, double (*acc)[3], do
         int n = 0;
         col[0] = (int)count;
         for (int gi = 0; gi < s->ngpu; gi++) {
-            const cuda_gpu *g = &s->gpu[gi];
-            const gpunb_cuda_result *r = results_of(g->h_out) + i;
-            if (!g->busy || r->count <= 0)
+            const cuda_lane *L = &s->gpu[gi].lane[lane];
+            if (!L->busy)
                 continue;
-            memcpy(col + 1 + n, compact_of(g->h_out, ni) + r->off, sizeof(int) * (size_t)r->count);
+            const gpunb_cuda_result *r = results_of(L->h_out) + i;
+            if (r->count <= 0)
+                continue;
+            memcpy(col + 1 + n, compact_of(L->h_out, ni) + r->off, sizeof(int) * (size_t)r->count);
             n += r->count;
         }
     }
@@ -492,10 +521,10 @@ static void collect_one(const cuda_state *s, int i, int ni, double (*acc)[3], do
  * must redo i: in the same pass, since a pass of its own over a large
  * call's i cost a team's start and end (5-12 us at NI = 512-2048 on the H100
  * box). */
-static void collect_flag(cuda_state *s, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
+static void collect_flag(cuda_state *s, int lane, int i, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
                          int lmax, int limit, int *list, int flag)
 {
-    collect_one(s, i, ni, acc, jrk, pot, lmax, limit, list);
+    collect_one(s, lane, i, ni, acc, jrk, pot, lmax, limit, list);
     if (flag)
         s->short_flag[i] = list[(size_t)i * (size_t)lmax] >= 0 && short_of_precision(s->least_a2[i], acc[i]);
 }
@@ -503,47 +532,50 @@ static void collect_flag(cuda_state *s, int i, int ni, double (*acc)[3], double 
 /* A stamped call on one GPU, written out i by i as the gathering blocks
  * stamp them: the host copies the first i's results (some 60 ns each) while
  * the GPU still gathers the others.  Then finish_gpu finds every stamp in. */
-static int collect_as_stamped(cuda_state *s, cuda_gpu *g, int ni, double (*acc)[3], double (*jrk)[3],
-                              double *pot, int lmax, int limit, int *list, int flag, double *t_force)
+static int collect_as_stamped(cuda_state *s, int lane, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
+                              int lmax, int limit, int *list, int flag, double *t_force)
 {
-    const volatile unsigned long long *stamp = g->h_stamp + 1;
+    cuda_gpu *g = &s->gpu[0];
+    cuda_lane *L = &g->lane[lane];
+    const volatile unsigned long long *stamp = L->h_stamp + 1;
     unsigned char copied[FUSED_REDUCE_NI] = {0};
     int left = ni, done = 0, st;
     for (unsigned spin = 1; left > 0 && !done; spin++) {
         for (int i = 0; i < ni; i++)
             if (!copied[i] && stamp[i] != 0) {
                 atomic_thread_fence(memory_order_acquire); /* i's results are read after its stamp */
-                collect_flag(s, i, ni, acc, jrk, pot, lmax, limit, list, flag);
+                collect_flag(s, lane, i, ni, acc, jrk, pot, lmax, limit, list, flag);
                 copied[i] = 1;
                 left--;
             }
         /* done: the rest are in, or finish_gpu reports them lost */
-        if (left > 0 && spin % POLL_QUERY == 0 && (st = query_stream(g, &done)) != GPUNB_OK)
+        if (left > 0 && spin % POLL_QUERY == 0 && (st = query_stream(g, L, &done)) != GPUNB_OK)
             return st;
         if (left > 0)
             cpu_relax();
     }
-    if ((st = finish_gpu(g, t_force)) != GPUNB_OK)
+    if ((st = finish_gpu(g, L, t_force)) != GPUNB_OK)
         return st;
     for (int i = 0; i < ni; i++)
         if (!copied[i])
-            collect_flag(s, i, ni, acc, jrk, pot, lmax, limit, list, flag);
+            collect_flag(s, lane, i, ni, acc, jrk, pot, lmax, limit, list, flag);
     return GPUNB_OK;
 }
 
-/* Wait for the chunk of gpunb_cuda_regf_chunk_launch and write it as gpunb_regf does; with
+/* Wait for the chunk of gpunb_cuda_regf_chunk_launch in `lane` and write it as gpunb_regf does; with
  * flag (its precision_bounds are in least_a2), also the redo flags. */
-int gpunb_cuda_regf_chunk_collect(cuda_state *s, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
+int gpunb_cuda_regf_chunk_collect(cuda_state *s, int lane, int ni, double (*acc)[3], double (*jrk)[3], double *pot,
                                   int lmax, int limit, int *list, int flag, double *t_force)
 {
     double tf = 0.0;
     int st;
 
-    if (s->ngpu == 1 && s->gpu[0].busy && s->gpu[0].stamped_ni == ni && ni < HOST_PARALLEL_NI)
-        return collect_as_stamped(s, &s->gpu[0], ni, acc, jrk, pot, lmax, limit, list, flag, t_force);
+    if (s->ngpu == 1 && s->gpu[0].lane[lane].busy && s->gpu[0].lane[lane].stamped_ni == ni && ni < HOST_PARALLEL_NI)
+        return collect_as_stamped(s, lane, ni, acc, jrk, pot, lmax, limit, list, flag, t_force);
     for (int k = 0; k < s->ngpu; k++) {
         double t = 0.0; /* GPUs run side by side: the slowest one counts */
-        if (s->gpu[k].busy && (st = finish_gpu(&s->gpu[k], &t)) != GPUNB_OK)
+        cuda_lane *L = &s->gpu[k].lane[lane];
+        if (L->busy && (st = finish_gpu(&s->gpu[k], L, &t)) != GPUNB_OK)
             return st;
         tf = t > tf ? t : tf;
     }
@@ -553,41 +585,43 @@ int gpunb_cuda_regf_chunk_collect(cuda_state *s, int ni, double (*acc)[3], doubl
      * of acc, jrk and pot cost a 1024-i call 15 us in spatial order) */
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
     for (int i = 0; i < ni; i++)
-        collect_flag(s, i, ni, acc, jrk, pot, lmax, limit, list, flag);
+        collect_flag(s, lane, i, ni, acc, jrk, pot, lmax, limit, list, flag);
     return GPUNB_OK;
 }
 
 /* One chunk of at most NI_CHUNK i with coordinates from the host (about o,
  * vo: see gpunb_cuda_regf_fill_ibuf); with bounds, also their precision_bounds, found while
  * the GPU works. */
-static int regf_chunk(cuda_state *s, int ni, const double *h2, const double *dtr,
+static int regf_chunk(cuda_state *s, int lane, int ni, const double *h2, const double *dtr,
                       const double (*xi)[3], const double (*vi)[3], const double *o, const double *vo,
                       double (*acc)[3], double (*jrk)[3], double *pot, int lmax, int limit, int *list,
                       int precise, int bounds, double *t_force)
 {
     int st;
-    gpunb_cuda_regf_fill_ibuf(s, ni, h2, dtr, xi, vi, o, vo);
-    if ((st = gpunb_cuda_regf_chunk_launch(s, ni, limit, precise, 0)) != GPUNB_OK)
+    gpunb_cuda_regf_fill_ibuf(s, lane, ni, h2, dtr, xi, vi, o, vo);
+    if ((st = gpunb_cuda_regf_chunk_launch(s, lane, ni, limit, precise, 0)) != GPUNB_OK)
         return st;
     if (bounds)
         precision_bounds(s, ni, h2, xi, o);
-    return gpunb_cuda_regf_chunk_collect(s, ni, acc, jrk, pot, lmax, limit, list, bounds, t_force);
+    return gpunb_cuda_regf_chunk_collect(s, lane, ni, acc, jrk, pot, lmax, limit, list, bounds, t_force);
 }
 
 const double gpunb_cuda_zero3[3] = {0.0, 0.0, 0.0};
 
-/* Redo, with the PRECISE kernel, the i of a chunk that the fast kernel may
- * have served short: packed into the state's buffers, then scattered back.
- * xi, vi about o, vo decide which; with j_index (the i are j-set members
- * whose xi may be only near their entries, see predict_pending_on_host) the
- * redone i are read back from the j-set.  flags_ready: the collection has
- * set short_flag already (collect_flag). */
-int gpunb_cuda_regf_redo_precise(cuda_state *s, int ni, const double *h2, const double *dtr,
+/* Redo, with the PRECISE kernel in `lane`, the i of a chunk that the fast
+ * kernel may have served short: packed into the state's buffers, then
+ * scattered back.  xi, vi about o, vo decide which; with j_index (the i are
+ * j-set members whose xi may be only near their entries, see
+ * predict_pending_on_host; one GPU) the redone i go to the GPU as members,
+ * which it reads from the j-set exactly as the fast kernel did (no round
+ * trip to read them back first).  flags_ready: the collection has set
+ * short_flag already (collect_flag). */
+int gpunb_cuda_regf_redo_precise(cuda_state *s, int lane, int ni, const double *h2, const double *dtr,
                                  const double (*xi)[3], const double (*vi)[3], const double *o, const double *vo,
                                  const int *j_index, double (*acc)[3], double (*jrk)[3], double *pot, int lmax,
                                  int limit, int *list, int flags_ready, double *t_force)
 {
-    int n = 0, st;
+    int n = 0, chunk, st;
     if (!flags_ready) { /* bound and flag in one pass: a team's start costs more than either */
 #pragma omp parallel for if (ni >= HOST_PARALLEL_NI) schedule(static)
         for (int i = 0; i < ni; i++)
@@ -616,13 +650,17 @@ int gpunb_cuda_regf_redo_precise(cuda_state *s, int ni, const double *h2, const 
         if (j_index)
             s->redo_j[q] = j_index[i];
     }
+    if ((st = gpunb_cuda_regf_prepare_lists(s, lane, limit, &chunk)) != GPUNB_OK)
+        return st;
     if (j_index) {
-        if ((st = gpunb_cuda_resident_fetch_jset_entries(s, n, s->redo_j, s->r_xi, s->r_vi)) != GPUNB_OK)
-            return st;
-        o = vo = gpunb_cuda_zero3;
+        gpunb_cuda_regf_fill_iidx(s, lane, n, s->redo_j, s->r_h2, s->r_dtr);
+        if ((st = gpunb_cuda_regf_chunk_launch(s, lane, n, limit, 1, 1)) == GPUNB_OK)
+            st = gpunb_cuda_regf_chunk_collect(s, lane, n, s->r_acc, s->r_jrk, s->r_pot, lmax, limit, s->r_list, 0,
+                                               t_force);
+    } else {
+        st = regf_chunk(s, lane, n, s->r_h2, s->r_dtr, (const double(*)[3])s->r_xi, (const double(*)[3])s->r_vi, o,
+                        vo, s->r_acc, s->r_jrk, s->r_pot, lmax, limit, s->r_list, 1, 0, t_force);
     }
-    st = regf_chunk(s, n, s->r_h2, s->r_dtr, (const double(*)[3])s->r_xi, (const double(*)[3])s->r_vi, o, vo,
-                    s->r_acc, s->r_jrk, s->r_pot, lmax, limit, s->r_list, 1, 0, t_force);
     if (st != GPUNB_OK)
         return st;
     for (int q = 0; q < n; q++) {
@@ -639,8 +677,8 @@ int gpunb_cuda_regf_redo_precise(cuda_state *s, int ni, const double *h2, const 
 }
 
 /* The i per launch (at most NI_CHUNK, fewer where lmax is huge) and list
- * buffers for that many on every GPU. */
-int gpunb_cuda_regf_prepare_lists(cuda_state *s, int limit, int *chunk_out)
+ * buffers for that many in `lane` of every GPU. */
+int gpunb_cuda_regf_prepare_lists(cuda_state *s, int lane, int limit, int *chunk_out)
 {
     int chunk = GPUNB_CUDA_NI_CHUNK, cap_max = 1, st;
     for (int k = 0; k < s->ngpu; k++)
@@ -650,7 +688,8 @@ int gpunb_cuda_regf_prepare_lists(cuda_state *s, int limit, int *chunk_out)
         chunk /= 2;
     for (int k = 0; k < s->ngpu; k++)
         if (s->gpu[k].ntiles > 0 &&
-            (st = ensure_lists(&s->gpu[k], (long)chunk * cap_of(&s->gpu[k], limit))) != GPUNB_OK)
+            (st = ensure_lists(&s->gpu[k], &s->gpu[k].lane[lane], (long)chunk * cap_of(&s->gpu[k], limit))) !=
+                GPUNB_OK)
             return st;
     *chunk_out = chunk;
     return GPUNB_OK;
@@ -666,8 +705,8 @@ int gpunb_cuda_regf_precise_directly(const cuda_state *s, int n, const double *h
 }
 
 /* The regular force of ni i with coordinates from the host, about o, vo (see
- * gpunb_cuda_regf_fill_ibuf), chunk after chunk. */
-int gpunb_cuda_regf_all(cuda_state *s, int ni, const double *h2, const double *dtr, const double (*xi)[3],
+ * gpunb_cuda_regf_fill_ibuf), chunk after chunk in `lane`. */
+int gpunb_cuda_regf_all(cuda_state *s, int lane, int ni, const double *h2, const double *dtr, const double (*xi)[3],
                         const double (*vi)[3], const double *o, const double *vo, double (*acc)[3],
                         double (*jrk)[3], double *pot, int lmax, int limit, int *list, double *t_force,
                         double *t_gather)
@@ -675,7 +714,7 @@ int gpunb_cuda_regf_all(cuda_state *s, int ni, const double *h2, const double *d
     const double t0 = nb6_clock();
     int chunk, st;
 
-    if ((st = gpunb_cuda_regf_prepare_lists(s, limit, &chunk)) != GPUNB_OK)
+    if ((st = gpunb_cuda_regf_prepare_lists(s, lane, limit, &chunk)) != GPUNB_OK)
         return st;
     *t_force = 0.0;
     for (int i0 = 0; i0 < ni && st == GPUNB_OK; i0 += chunk) {
@@ -683,10 +722,10 @@ int gpunb_cuda_regf_all(cuda_state *s, int ni, const double *h2, const double *d
         const int direct = gpunb_cuda_regf_precise_directly(s, n, h2 + i0);
         const int redo = !direct && s->precise_mode == PRECISE_AUTO;
         int *cols = list + (size_t)i0 * (size_t)lmax;
-        st = regf_chunk(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, o, vo, acc + i0, jrk + i0,
+        st = regf_chunk(s, lane, n, h2 + i0, dtr + i0, xi + i0, vi + i0, o, vo, acc + i0, jrk + i0,
                         pot ? pot + i0 : NULL, lmax, limit, cols, direct, redo, t_force);
         if (st == GPUNB_OK && redo)
-            st = gpunb_cuda_regf_redo_precise(s, n, h2 + i0, dtr + i0, xi + i0, vi + i0, o, vo, NULL, acc + i0,
+            st = gpunb_cuda_regf_redo_precise(s, lane, n, h2 + i0, dtr + i0, xi + i0, vi + i0, o, vo, NULL, acc + i0,
                                               jrk + i0, pot ? pot + i0 : NULL, lmax, limit, cols, 1, t_force);
     }
     s->dirty = st != GPUNB_OK;
@@ -702,6 +741,6 @@ int gpunb_cuda_regf(void *state, int ni, const double *h2, const double *dtr,
                     double *t_force, double *t_gather)
 {
     cuda_state *s = state;
-    return gpunb_cuda_regf_all(s, ni, h2, dtr, xi, vi, s->origin, s->vorigin, acc, jrk, pot, lmax, limit, list, t_force,
+    return gpunb_cuda_regf_all(s, 0, ni, h2, dtr, xi, vi, s->origin, s->vorigin, acc, jrk, pot, lmax, limit, list, t_force,
                                t_gather);
 }

@@ -255,39 +255,39 @@ int gpunb_cuda_resident_fetch_jset_entries(cuda_state *s, int n, const int *j, d
  * is, so it serves only the precision bound of gpunb_cuda_regf_redo_precise.  On the team:
  * one scattered record per i, and a serial pass over the 7-16k i of a
  * large block took some 0.2-0.4 ms of every gpunb_regf_finish. */
-static void predict_pending_on_host(cuda_state *s)
+static void predict_pending_on_host(const cuda_state *s, cuda_pending *p)
 {
     const double t = s->t_pred;
-#pragma omp parallel for if (s->p_ni >= HOST_PARALLEL_NI) schedule(static)
-    for (int i = 0; i < s->p_ni; i++) {
-        const gpunb_jrecord *r = &s->rec[s->p_jidx[i]];
+#pragma omp parallel for if (p->ni >= HOST_PARALLEL_NI) schedule(static)
+    for (int i = 0; i < p->ni; i++) {
+        const gpunb_jrecord *r = &s->rec[p->jidx[i]];
         const double dt = t - r->t0;
         for (int k = 0; k < 3; k++) {
             const double a2 = r->f_half[k], j6 = r->fdot_sixth[k];
-            s->p_xi[i][k] = r->x0[k] + dt * (r->v0[k] + dt * (a2 + dt * j6));
-            s->p_vi[i][k] = r->v0[k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
+            p->xi[i][k] = r->x0[k] + dt * (r->v0[k] + dt * (a2 + dt * j6));
+            p->vi[i][k] = r->v0[k] + 2.0 * dt * (a2 + 1.5 * dt * j6);
         }
     }
-    s->p_x = PX_HOST;
+    p->x = PX_HOST;
 }
 
-static int grow_pending(cuda_state *s, int ni)
+static int grow_pending(cuda_pending *p, int ni)
 {
-    if (ni <= s->p_cap)
+    if (ni <= p->cap)
         return GPUNB_OK;
-    free(s->p_jidx);
-    free(s->p_h2);
-    free(s->p_dtr);
-    free(s->p_xi);
-    free(s->p_vi);
-    s->p_jidx = malloc(sizeof(int) * (size_t)ni);
-    s->p_h2 = malloc(sizeof(double) * (size_t)ni);
-    s->p_dtr = malloc(sizeof(double) * (size_t)ni);
-    s->p_xi = malloc(sizeof(double[3]) * (size_t)ni);
-    s->p_vi = malloc(sizeof(double[3]) * (size_t)ni);
-    s->p_cap = ni;
-    if (!s->p_jidx || !s->p_h2 || !s->p_dtr || !s->p_xi || !s->p_vi) {
-        s->p_cap = 0;
+    free(p->jidx);
+    free(p->h2);
+    free(p->dtr);
+    free(p->xi);
+    free(p->vi);
+    p->jidx = malloc(sizeof(int) * (size_t)ni);
+    p->h2 = malloc(sizeof(double) * (size_t)ni);
+    p->dtr = malloc(sizeof(double) * (size_t)ni);
+    p->xi = malloc(sizeof(double[3]) * (size_t)ni);
+    p->vi = malloc(sizeof(double[3]) * (size_t)ni);
+    p->cap = ni;
+    if (!p->jidx || !p->h2 || !p->dtr || !p->xi || !p->vi) {
+        p->cap = 0;
         return gpunb_fail(GPUNB_ERESOURCE, "gpunb_regf_start: out of host memory for ni = %d", ni);
     }
     return GPUNB_OK;
@@ -297,66 +297,81 @@ static int grow_pending(cuda_state *s, int ni)
  * their indices, h2 and dtr cross PCIe).  Several GPUs: the i are read back
  * from the j-set and sent, since each GPU holds only its range.  A block
  * larger than one launch (NI_CHUNK) is computed at finish, its i read back
- * from the j-set likewise. */
+ * from the j-set likewise.  The API keeps at most GPUNB_REGF_IN_FLIGHT
+ * forces in flight; each runs in the lane of its place in pend. */
 int gpunb_cuda_resident_regf_start(void *state, int ni, const int *j_index, const double *h2, const double *dtr,
                                    int lmax, int limit)
 {
     cuda_state *s = state;
+    const int lane = (s->pend_head + s->pend_count) % GPUNB_REGF_IN_FLIGHT;
+    cuda_pending *p = &s->pend[lane];
     int chunk, st;
 
-    if ((st = grow_pending(s, ni)) != GPUNB_OK || (st = gpunb_cuda_regf_prepare_lists(s, limit, &chunk)) != GPUNB_OK)
+    if ((st = grow_pending(p, ni)) != GPUNB_OK ||
+        (st = gpunb_cuda_regf_prepare_lists(s, lane, limit, &chunk)) != GPUNB_OK)
         return st;
-    memcpy(s->p_jidx, j_index, sizeof(int) * (size_t)ni);
-    memcpy(s->p_h2, h2, sizeof(double) * (size_t)ni);
-    memcpy(s->p_dtr, dtr, sizeof(double) * (size_t)ni);
-    s->p_ni = ni;
-    s->p_lmax = lmax;
-    s->p_limit = limit;
-    s->p_x = PX_NONE;
+    memcpy(p->jidx, j_index, sizeof(int) * (size_t)ni);
+    memcpy(p->h2, h2, sizeof(double) * (size_t)ni);
+    memcpy(p->dtr, dtr, sizeof(double) * (size_t)ni);
+    p->ni = ni;
+    p->lmax = lmax;
+    p->limit = limit;
+    p->x = PX_NONE;
     if (ni > chunk) {
-        s->p_mode = PENDING_DEFERRED;
+        p->mode = PENDING_DEFERRED;
+        s->pend_count++;
         return GPUNB_OK;
     }
-    s->p_direct = gpunb_cuda_regf_precise_directly(s, ni, h2);
+    p->direct = gpunb_cuda_regf_precise_directly(s, ni, h2);
     if (s->ngpu == 1) {
-        gpunb_cuda_regf_fill_iidx(s, ni, j_index, h2, dtr);
-        st = gpunb_cuda_regf_chunk_launch(s, ni, limit, s->p_direct, 1);
-    } else if ((st = gpunb_cuda_resident_fetch_jset_entries(s, ni, j_index, s->p_xi, s->p_vi)) == GPUNB_OK) {
-        s->p_x = PX_FETCHED;
-        gpunb_cuda_regf_fill_ibuf(s, ni, h2, dtr, (const double(*)[3])s->p_xi, (const double(*)[3])s->p_vi,
+        gpunb_cuda_regf_fill_iidx(s, lane, ni, j_index, h2, dtr);
+        st = gpunb_cuda_regf_chunk_launch(s, lane, ni, limit, p->direct, 1);
+    } else if ((st = gpunb_cuda_resident_fetch_jset_entries(s, ni, j_index, p->xi, p->vi)) == GPUNB_OK) {
+        p->x = PX_FETCHED;
+        gpunb_cuda_regf_fill_ibuf(s, lane, ni, h2, dtr, (const double(*)[3])p->xi, (const double(*)[3])p->vi,
                                   gpunb_cuda_zero3, gpunb_cuda_zero3);
-        st = gpunb_cuda_regf_chunk_launch(s, ni, limit, s->p_direct, 0);
+        st = gpunb_cuda_regf_chunk_launch(s, lane, ni, limit, p->direct, 0);
     }
     s->dirty |= st != GPUNB_OK;
-    s->p_mode = st == GPUNB_OK ? PENDING_LAUNCHED : PENDING_NONE;
+    p->mode = st == GPUNB_OK ? PENDING_LAUNCHED : PENDING_NONE;
+    if (st == GPUNB_OK)
+        s->pend_count++;
     return st;
 }
 
+/* The oldest force in flight.  Its PRECISE redo runs in the redo lane, so
+ * that it passes the next force if that is in flight already. */
 int gpunb_cuda_resident_regf_finish(void *state, double (*acc)[3], double (*jrk)[3], double *pot, int *list,
                                     double *t_force, double *t_gather)
 {
     cuda_state *s = state;
-    const int mode = s->p_mode, ni = s->p_ni, lmax = s->p_lmax, limit = s->p_limit;
+    const int lane = s->pend_head;
+    cuda_pending *p = &s->pend[lane];
+    const int mode = p->mode, ni = p->ni, lmax = p->lmax, limit = p->limit;
     int st;
 
-    s->p_mode = PENDING_NONE;
+    if (s->pend_count < 1 || mode == PENDING_NONE) /* the API's order checks make this unreachable */
+        return gpunb_fail(GPUNB_EUSAGE, "gpunb_regf_finish: no regular force in flight in the CUDA back-end");
+    p->mode = PENDING_NONE;
+    s->pend_head = (s->pend_head + 1) % GPUNB_REGF_IN_FLIGHT;
+    s->pend_count--;
     if (mode == PENDING_DEFERRED) {
-        if ((st = gpunb_cuda_resident_fetch_jset_entries(s, ni, s->p_jidx, s->p_xi, s->p_vi)) != GPUNB_OK)
+        if ((st = gpunb_cuda_resident_fetch_jset_entries(s, ni, p->jidx, p->xi, p->vi)) != GPUNB_OK)
             return st;
-        return gpunb_cuda_regf_all(s, ni, s->p_h2, s->p_dtr, (const double(*)[3])s->p_xi,
-                                   (const double(*)[3])s->p_vi, gpunb_cuda_zero3, gpunb_cuda_zero3, acc, jrk, pot,
+        return gpunb_cuda_regf_all(s, lane, ni, p->h2, p->dtr, (const double(*)[3])p->xi,
+                                   (const double(*)[3])p->vi, gpunb_cuda_zero3, gpunb_cuda_zero3, acc, jrk, pot,
                                    lmax, limit, list, t_force, t_gather);
     }
     *t_force = 0.0;
-    st = gpunb_cuda_regf_chunk_collect(s, ni, acc, jrk, pot, lmax, limit, list, 0, t_force);
+    st = gpunb_cuda_regf_chunk_collect(s, lane, ni, acc, jrk, pot, lmax, limit, list, 0, t_force);
     const double t0 = nb6_clock();
-    if (st == GPUNB_OK && !s->p_direct && s->precise_mode == PRECISE_AUTO) {
-        const int fetched = s->p_x == PX_FETCHED;
-        if (s->p_x == PX_NONE)
-            predict_pending_on_host(s);
-        st = gpunb_cuda_regf_redo_precise(s, ni, s->p_h2, s->p_dtr, (const double(*)[3])s->p_xi,
-                                          (const double(*)[3])s->p_vi, fetched ? gpunb_cuda_zero3 : s->origin,
-                                          fetched ? gpunb_cuda_zero3 : s->vorigin, fetched ? NULL : s->p_jidx, acc,
+    if (st == GPUNB_OK && !p->direct && s->precise_mode == PRECISE_AUTO) {
+        const int fetched = p->x == PX_FETCHED;
+        if (p->x == PX_NONE)
+            predict_pending_on_host(s, p);
+        st = gpunb_cuda_regf_redo_precise(s, LANE_REDO, ni, p->h2, p->dtr, (const double(*)[3])p->xi,
+                                          (const double(*)[3])p->vi, fetched ? gpunb_cuda_zero3 : s->origin,
+                                          fetched ? gpunb_cuda_zero3 : s->vorigin, fetched ? NULL : p->jidx, acc,
                                           jrk, pot, lmax, limit, list, 0, t_force);
     }
     s->dirty = st != GPUNB_OK;

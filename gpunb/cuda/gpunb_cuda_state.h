@@ -32,6 +32,61 @@
 
 enum precise_mode { PRECISE_AUTO, PRECISE_ALWAYS, PRECISE_NEVER };
 
+/* Lanes: what one force launch in flight on a GPU writes.  Lanes 0 and 1
+ * take the two regular forces gpunb_regf_start may keep in flight: both on
+ * the GPU's streams, so the second one's force kernel runs right after the
+ * first one's reduction, while the first one's gathering (some 0.2 ms of
+ * a 16k-i call, bound by the writes into host memory) still runs on the
+ * side stream, and each starts after the prediction it reads.  The redo
+ * lane has streams of its own, of the highest priority: the PRECISE redo of
+ * a collected force runs there while the other lane's force is in flight,
+ * instead of behind it. */
+enum { LANE_REDO = 2, GPUNB_CUDA_LANES = 3 };
+
+typedef struct cuda_lane {
+    cudaStream_t stream, side; /* side: the gathering kernel, beside the reduction */
+    int own_streams;           /* the redo lane; lanes 0 and 1 use the GPU's */
+    cudaEvent_t ev_force0, ev_force1; /* timing of the force kernel */
+    cudaEvent_t ev_reduced;           /* stream: the reduction (fused: everything) done */
+    cudaEvent_t ev_join;              /* side: the gathering done (where `gathered_aside`) */
+    int gathered_aside;
+    /* i, partial sums, the single launch's barrier: lane 1 uses lane 0's
+     * (one stream orders them), the redo lane its own (own_scratch) */
+    int own_scratch;
+    float4 *d_ibuf;          /* 3 * NI_CHUNK: positions, velocities, remainders;
+                              * then the same in spatial order (3 * NI_CHUNK) */
+    int4 *d_iidx; /* i as j-set members (gpunb_regf_start), NI_CHUNK entries; then in spatial order */
+    float *d_partial;        /* per slice and i: NPARTIAL floats               */
+    int *d_sync;             /* the single launch's grid barrier: 2 ints, zero between calls */
+    unsigned long long *d_nbcount; /* NI_CHUNK, zero between calls: (records << 32) + neighbours */
+    int2 *d_nblist;          /* chunk * cap unordered word records (see the force kernel) */
+    /* A call's i order found on this GPU (gpunb_cuda_launch_order_i): the
+     * caller's i at each place (NI_CHUNK); the results go to the caller's
+     * places on the GPU, so the host never needs it. */
+    int *d_iorder;
+    /* results: NI_CHUNK records, then the sorted lists (list_ints ints): i's at i * cap */
+    unsigned char *h_out, *d_hout; /* pinned host memory, and its address on the GPU */
+    long list_ints;
+    /* GPU clock stamps (ns) of a small call, mapped: [0] the force kernel's
+     * start, [1 + i] the end of i's gathering; stamped_ni: this call's ni,
+     * 0 where the call is timed by the events */
+    unsigned long long *h_stamp, *d_stamp;
+    int stamped_ni;
+    int busy;           /* has work in the lane's current call */
+} cuda_lane;
+
+/* A force between regf_start and regf_finish. */
+typedef struct cuda_pending {
+    enum { PENDING_NONE, PENDING_LAUNCHED, PENDING_DEFERRED } mode;
+    int ni, lmax, limit, direct, cap;
+    /* xi, vi: not filled; predicted on the host from the records
+     * (absolute; only for the precision bound); fetched from the j-set
+     * (about the origin, exactly what the force read). */
+    enum { PX_NONE, PX_HOST, PX_FETCHED } x;
+    int *jidx;
+    double *h2, *dtr, (*xi)[3], (*vi)[3];
+} cuda_pending;
+
 typedef struct cuda_gpu {
     int device;
     char name[256];
@@ -40,15 +95,9 @@ typedef struct cuda_gpu {
     int single_blocks; /* the same for the single-launch kernels; 0: no single launch */
     int pdl;           /* gathering kernel of small calls as a dependent launch */
     gpunb_cuda_inline_i inl; /* the i of a one-tile launch, passed with it */
-    /* GPU clock stamps (ns) of a small call, mapped: [0] the force kernel's
-     * start, [1 + i] the end of i's gathering; stamped_ni: this call's ni,
-     * 0 where the call is timed by the events */
-    unsigned long long *h_stamp, *d_stamp;
-    int stamped_ni;
     cudaStream_t stream, side;     /* side: the gathering kernel, beside the reduction */
-    cudaEvent_t ev_force0, ev_force1; /* timing of the force kernel */
-    cudaEvent_t ev_join;              /* the stream waits for side (side for ev_force1) */
     cudaEvent_t ev_records;           /* the host's records copied (predict) */
+    cuda_lane lane[GPUNB_CUDA_LANES];
     /* this GPU's part of the current j-set: j0 .. j0 + nj - 1 */
     int j0, nj;
     long long ntiles;
@@ -64,16 +113,6 @@ typedef struct cuda_gpu {
     unsigned *d_sort_keys;
     void *d_sort_temp;
     size_t sort_temp_bytes;
-    float4 *d_ibuf;          /* 3 * NI_CHUNK: positions, velocities, remainders;
-                              * then the same in spatial order (3 * NI_CHUNK) */
-    float *d_partial;        /* per slice and i: NPARTIAL floats               */
-    unsigned long long *d_nbcount; /* NI_CHUNK, zero between calls: (records << 32) + neighbours */
-    int *d_sync;             /* the single launch's grid barrier: 2 ints, zero between calls */
-    int2 *d_nblist;          /* chunk * cap unordered word records (see the force kernel) */
-    /* results: NI_CHUNK records, then the sorted lists (list_ints ints): i's at i * cap */
-    unsigned char *h_out, *d_hout; /* pinned host memory, and its address on the GPU */
-    long list_ints;
-    int busy;           /* has work in the current call                  */
     /* Resident j-particles (gpunb_predict): the records of this GPU's j range,
      * and a pinned staging area for a few changed ones (records, then their
      * local indices), both for rec_cap records; allocated at the first
@@ -81,11 +120,6 @@ typedef struct cuda_gpu {
     gpunb_cuda_jrec *d_rec;
     unsigned char *d_stage, *h_stage;
     long rec_cap;
-    int4 *d_iidx; /* i as j-set members (gpunb_regf_start), NI_CHUNK entries; then in spatial order */
-    /* A call's i order found on this GPU (gpunb_cuda_launch_order_i): the
-     * caller's i at each place (NI_CHUNK); the results go to the caller's
-     * places on the GPU, so the host never needs it. */
-    int *d_iorder;
     /* Irregular force (one GPU): its own stream, of the highest priority so
      * that its small launches pass a regular force in flight; the list rows
      * (capacity x lmax ints); the indices of changed records and lists, the
@@ -145,7 +179,7 @@ typedef struct cuda_state {
     float spatial_scale;
     double origin[3], vorigin[3];
     double min_mass; /* smallest non-zero j mass (error bound of the fast kernel) */
-    float4 *h_ibuf;  /* pinned, 3 * NI_CHUNK, shared by the GPUs */
+    float4 *h_ibuf[GPUNB_CUDA_LANES]; /* pinned, 3 * NI_CHUNK per lane, shared by the GPUs */
     /* the i that the fast kernel may have served short (flags per i of a
      * chunk, then packed for a redo) */
     unsigned char *short_flag;
@@ -161,17 +195,12 @@ typedef struct cuda_state {
     int rec_nj, origin_age;
     const gpunb_jrecord *rec;
     double t_pred;
-    int4 *h_iidx; /* pinned, NI_CHUNK */
+    int4 *h_iidx[GPUNB_CUDA_LANES]; /* pinned, NI_CHUNK per lane */
     int irr_lmax, irr_ni; /* irregular force: list row length; i of the launch */
-    /* The force between regf_start and regf_finish. */
-    enum { PENDING_NONE, PENDING_LAUNCHED, PENDING_DEFERRED } p_mode;
-    int p_ni, p_lmax, p_limit, p_direct, p_cap;
-    /* p_xi, p_vi: not filled; predicted on the host from the records
-     * (absolute; only for the precision bound); fetched from the j-set
-     * (about the origin, exactly what the force read). */
-    enum { PX_NONE, PX_HOST, PX_FETCHED } p_x;
-    int *p_jidx;
-    double *p_h2, *p_dtr, (*p_xi)[3], (*p_vi)[3];
+    /* The forces between regf_start and regf_finish, oldest first from
+     * pend_head; pend[q] runs in lane q. */
+    cuda_pending pend[GPUNB_REGF_IN_FLIGHT];
+    int pend_head, pend_count;
     /* NB6ACCEL_PROFILE_IRR: the host's seconds in the pieces of the
      * irregular path's copies and launches, and the GPU's time in the
      * copies and the force of each irregular call by its size (bucket b:
@@ -237,41 +266,43 @@ NB6_INTERNAL void gpunb_cuda_split_jset(cuda_state *s, int nj);
 /* A zero origin, for coordinates about the state's origin already. */
 NB6_INTERNAL extern const double gpunb_cuda_zero3[3];
 
-/* The i of a chunk as float coordinates about o, vo, in s->h_ibuf. */
-NB6_INTERNAL void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int ni, const double *h2, const double *dtr,
+/* The i of a chunk as float coordinates about o, vo, in s->h_ibuf[lane]. */
+NB6_INTERNAL void gpunb_cuda_regf_fill_ibuf(cuda_state *s, int lane, int ni, const double *h2, const double *dtr,
                                             const double (*xi)[3], const double (*vi)[3], const double *o,
                                             const double *vo);
 
-/* The i of a chunk as j-set members j_index[0..ni-1], in s->h_iidx. */
-NB6_INTERNAL void gpunb_cuda_regf_fill_iidx(cuda_state *s, int ni, const int *j_index, const double *h2,
+/* The i of a chunk as j-set members j_index[0..ni-1], in s->h_iidx[lane]. */
+NB6_INTERNAL void gpunb_cuda_regf_fill_iidx(cuda_state *s, int lane, int ni, const int *j_index, const double *h2,
                                             const double *dtr);
 
-/* Enqueue a chunk of ni i (from h_ibuf, or with members from h_iidx) on
- * every GPU that holds j; returns without waiting. */
-NB6_INTERNAL int gpunb_cuda_regf_chunk_launch(cuda_state *s, int ni, int limit, int precise, int members);
+/* Enqueue a chunk of ni i (from h_ibuf, or with members from h_iidx) in
+ * `lane` of every GPU that holds j; returns without waiting. */
+NB6_INTERNAL int gpunb_cuda_regf_chunk_launch(cuda_state *s, int lane, int ni, int limit, int precise, int members);
 
-/* Wait for the chunk of gpunb_cuda_regf_chunk_launch and write it as
- * gpunb_regf does; with flag, also the redo flags. */
-NB6_INTERNAL int gpunb_cuda_regf_chunk_collect(cuda_state *s, int ni, double (*acc)[3], double (*jrk)[3],
+/* Wait for the chunk of gpunb_cuda_regf_chunk_launch in `lane` and write
+ * it as gpunb_regf does; with flag, also the redo flags. */
+NB6_INTERNAL int gpunb_cuda_regf_chunk_collect(cuda_state *s, int lane, int ni, double (*acc)[3], double (*jrk)[3],
                                                double *pot, int lmax, int limit, int *list, int flag,
                                                double *t_force);
 
-/* Redo with the PRECISE kernel the i of a chunk that the fast kernel may
- * have served short (with j_index, read back from the j-set). */
-NB6_INTERNAL int gpunb_cuda_regf_redo_precise(cuda_state *s, int ni, const double *h2, const double *dtr,
+/* Redo with the PRECISE kernel, in `lane`, the i of a chunk that the fast
+ * kernel may have served short (with j_index, as j-set members). */
+NB6_INTERNAL int gpunb_cuda_regf_redo_precise(cuda_state *s, int lane, int ni, const double *h2, const double *dtr,
                                               const double (*xi)[3], const double (*vi)[3], const double *o,
                                               const double *vo, const int *j_index, double (*acc)[3],
                                               double (*jrk)[3], double *pot, int lmax, int limit, int *list,
                                               int flags_ready, double *t_force);
 
-/* The i per launch (*chunk_out) and list buffers for that many on every GPU. */
-NB6_INTERNAL int gpunb_cuda_regf_prepare_lists(cuda_state *s, int limit, int *chunk_out);
+/* The i per launch (*chunk_out) and list buffers for that many in `lane`
+ * of every GPU. */
+NB6_INTERNAL int gpunb_cuda_regf_prepare_lists(cuda_state *s, int lane, int limit, int *chunk_out);
 
 /* Whether a chunk of n i goes to the PRECISE kernel directly. */
 NB6_INTERNAL int gpunb_cuda_regf_precise_directly(const cuda_state *s, int n, const double *h2);
 
-/* The regular force of ni i with coordinates about o, vo, chunk after chunk. */
-NB6_INTERNAL int gpunb_cuda_regf_all(cuda_state *s, int ni, const double *h2, const double *dtr,
+/* The regular force of ni i with coordinates about o, vo, chunk after
+ * chunk in `lane`. */
+NB6_INTERNAL int gpunb_cuda_regf_all(cuda_state *s, int lane, int ni, const double *h2, const double *dtr,
                                      const double (*xi)[3], const double (*vi)[3], const double *o,
                                      const double *vo, double (*acc)[3], double (*jrk)[3], double *pot, int lmax,
                                      int limit, int *list, double *t_force, double *t_gather);

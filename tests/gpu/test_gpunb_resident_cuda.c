@@ -10,8 +10,11 @@
  * terms are moved before the forces are compared), and against the legacy
  * path on the same GPU (host prediction + gpunb_send + gpunb_regf: the same
  * lists and forces within 1e-6, since the GPU predicts bit-identically).
- * Also the several-GPU path (GPU_LIST="0 0 0": i predicted on the host) and a
- * block larger than one launch.  Without a usable GPU: "SKIP: ...", exit 77. */
+ * Also the several-GPU path (GPU_LIST="0 0 0": i predicted on the host), a
+ * block larger than one launch, and blocks split in two halves that are in
+ * flight together (the second started before the first is collected, as
+ * the Plummer driver keeps a large block's chunks).  Without a usable GPU:
+ * "SKIP: ...", exit 77. */
 #include "config.h"
 #include "gpunb.h"
 #include "testlib.h"
@@ -33,6 +36,8 @@ typedef struct jset {
 } jset;
 
 static double worst_acc, worst_jrk, worst_pot, worst_legacy;
+/* Blocks as two halves in flight together (see run_block). */
+static int two_in_flight;
 static long n_checked, n_ambiguous, n_legacy_differ, n_legacy_cols;
 
 static double now(void)
@@ -314,7 +319,11 @@ static void compare_reference(const jset *s, const block *b, ref *r, const char 
     }
 }
 
-/* The legacy path on the same GPU and data: same lists, forces within 1e-6. */
+/* The legacy path on the same GPU and data: same lists, forces within 1e-6.
+ * Two halves in flight: the legacy path takes the same halves, since the
+ * float kernel's sums depend on how a call splits the j range, which
+ * depends on its ni (each within 1e-6 of the truth, see gpunb_cuda_regf.c;
+ * 40000 i at NJ = 131072 in spatial order came out 1.3e-6 apart). */
 static void compare_legacy(gpunb *leg, const jset *s, const block *b, const char *label)
 {
     double(*xi)[3] = malloc(sizeof(double[3]) * (size_t)b->ni), (*vi)[3] = malloc(sizeof(double[3]) * (size_t)b->ni);
@@ -326,9 +335,13 @@ static void compare_legacy(gpunb *leg, const jset *s, const block *b, const char
         memcpy(xi[i], s->xp[b->ji[i]], sizeof xi[i]);
         memcpy(vi[i], s->vp[b->ji[i]], sizeof vi[i]);
     }
+    const int n1 = two_in_flight ? b->ni / 2 : b->ni, n2 = b->ni - n1;
     TL_CHECK(gpunb_send(leg, s->n, s->m, (const double(*)[3])s->xp, (const double(*)[3])s->vp) == GPUNB_OK &&
-                 gpunb_regf(leg, b->ni, b->h2, b->dtr, (const double(*)[3])xi, (const double(*)[3])vi, acc, jrk,
-                            pot, b->lmax, b->nbmax, list) == GPUNB_OK,
+                 gpunb_regf(leg, n1, b->h2, b->dtr, (const double(*)[3])xi, (const double(*)[3])vi, acc, jrk,
+                            pot, b->lmax, b->nbmax, list) == GPUNB_OK &&
+                 gpunb_regf(leg, n2, b->h2 + n1, b->dtr + n1, (const double(*)[3])xi + n1,
+                            (const double(*)[3])vi + n1, acc + n1, jrk + n1, pot + n1, b->lmax, b->nbmax,
+                            list + (size_t)n1 * b->lmax) == GPUNB_OK,
              "%s: legacy path failed: %s", label, gpunb_last_error());
     for (int i = 0; i < b->ni; i++) {
         const int *c1 = list + (size_t)i * b->lmax, *c2 = b->list + (size_t)i * b->lmax;
@@ -361,17 +374,42 @@ static void compare_legacy(gpunb *leg, const jset *s, const block *b, const char
  * (the reference), finish, compare. */
 /* `late` records are corrected between gpunb_predict and gpunb_regf_start
  * (as a caller may while the records are still being copied): the test's
- * prediction xp, which the checks use, stays that of the earlier records. */
+ * prediction xp, which the checks use, stays that of the earlier records.
+ * halves: the block as two forces in flight together (rows 0..ni/2-1 and
+ * the rest), collected in the order they were started. */
+static int start_block(gpunb *nb, const block *b)
+{
+    if (!two_in_flight)
+        return gpunb_regf_start(nb, b->ni, b->ji, b->h2, b->dtr, b->lmax, b->nbmax);
+    const int n1 = b->ni / 2;
+    int st = gpunb_regf_start(nb, n1, b->ji, b->h2, b->dtr, b->lmax, b->nbmax);
+    if (st == GPUNB_OK)
+        st = gpunb_regf_start(nb, b->ni - n1, b->ji + n1, b->h2 + n1, b->dtr + n1, b->lmax, b->nbmax);
+    return st;
+}
+
+static int finish_block(gpunb *nb, block *b)
+{
+    if (!two_in_flight)
+        return gpunb_regf_finish(nb, b->acc, b->jrk, b->pot, b->list);
+    const int n1 = b->ni / 2;
+    int st = gpunb_regf_finish(nb, b->acc, b->jrk, b->pot, b->list);
+    if (st == GPUNB_OK)
+        st = gpunb_regf_finish(nb, b->acc + n1, b->jrk + n1, b->pot + n1, b->list + (size_t)n1 * b->lmax);
+    return st;
+}
+
 static void run_block(gpunb *nb, gpunb *leg, jset *s, double t, int ni, int changed, int late)
 {
     char label[160];
+    const char *halves = two_in_flight ? ", two halves in flight" : "";
     block b;
     static ref r;
     if (!changed)
-        snprintf(label, sizeof label, "NJ=%d NI=%d (all records new)", s->n, ni);
+        snprintf(label, sizeof label, "NJ=%d NI=%d (all records new%s)", s->n, ni, halves);
     else
-        snprintf(label, sizeof label, "NJ=%d NI=%d (%d changes%s)", s->n, ni, changed,
-                 late ? ", more after predict" : "");
+        snprintf(label, sizeof label, "NJ=%d NI=%d (%d changes%s%s)", s->n, ni, changed,
+                 late ? ", more after predict" : "", halves);
     if (changed)
         correct_some(s, nb, changed, t - 0.001);
     predict_all(s, t);
@@ -382,12 +420,11 @@ static void run_block(gpunb *nb, gpunb *leg, jset *s, double t, int ni, int chan
         correct_some(s, nb, late, t - 0.0005);
     double t1 = now();
     if (TL_CHECK(st == GPUNB_OK, "%s: predict: %s", label, gpunb_last_error()) &&
-        TL_CHECK(gpunb_regf_start(nb, ni, b.ji, b.h2, b.dtr, b.lmax, b.nbmax) == GPUNB_OK, "%s: start: %s",
-                 label, gpunb_last_error())) {
+        TL_CHECK(start_block(nb, &b) == GPUNB_OK, "%s: start: %s", label, gpunb_last_error())) {
         double t2 = now();
         reference(s, &b, &r);
         double t3 = now();
-        st = gpunb_regf_finish(nb, b.acc, b.jrk, b.pot, b.list);
+        st = finish_block(nb, &b);
         double t4 = now();
         if (TL_CHECK(st == GPUNB_OK, "%s: finish: %s", label, gpunb_last_error())) {
             compare_reference(s, &b, &r, label);
@@ -454,6 +491,15 @@ int main(int argc, char **argv)
     }
     const int shares[] = {64, 1000};
     run_set(quick ? 2000 : 40000, shares, quick ? 1 : 2, 1, "0 0 0");
+
+    /* Two forces in flight: small (stamped) halves, the Plummer driver's
+     * 16k chunks (the second one's force runs while the first one's lists
+     * are gathered), halves larger than one launch, several GPUs. */
+    two_in_flight = 1;
+    const int pairs[] = {64, 32768, 700, 40000};
+    run_set(quick ? 3000 : 131072, pairs, quick ? 1 : 4, 1, NULL);
+    run_set(quick ? 2000 : 40000, shares, quick ? 1 : 2, 1, "0 0 0");
+    two_in_flight = 0;
 
     printf("relative errors vs double over %ld sampled columns: acc %.3e, jerk %.3e, pot %.3e (%ld ambiguous "
            "members moved); vs the legacy path: %ld of %ld lists differ, forces %.3e\n",

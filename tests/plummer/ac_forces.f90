@@ -21,9 +21,22 @@ module ac_forces
 
   !> Per-chunk buffers, as in intgrt.omp.f: i-state, regular acc/jerk/pot,
   !> the lists (column ll: count, then members), irregular acc/jerk.
-  real(dp), allocatable :: h2i(:), dtr(:), xi(:,:), vi(:,:), gacc(:,:), gjrk(:,:), gpot(:)
+  !> Two chunks may be in flight on the resident path (GPUNB_REGF_START
+  !> keeps up to two): the regular steps, results and lists of each are in
+  !> a slot of their own, and dtr, gacc, gjrk, gpot and listgp point into
+  !> the slot of the chunk collected last.
+  real(dp), allocatable :: h2i(:), xi(:,:), vi(:,:)
   real(dp), allocatable :: gf(:,:), gfd(:,:)
-  integer(c_int), allocatable :: listgp(:,:)
+  real(dp), allocatable, target :: dtr_slot(:,:), gacc_slot(:,:,:), gjrk_slot(:,:,:), gpot_slot(:,:)
+  integer(c_int), allocatable, target :: listgp_slot(:,:,:)
+  real(dp), pointer, contiguous :: dtr(:) => null(), gacc(:,:) => null(), gjrk(:,:) => null()
+  real(dp), pointer, contiguous :: gpot(:) => null()
+  integer(c_int), pointer, contiguous :: listgp(:,:) => null()
+  !> The slots of the chunks started and not collected, oldest first;
+  !> fetched(s): slot s's force is in its buffers already (the synchronous
+  !> path, or taken early for a retry, see regular_chunk_collect).
+  integer :: pending_slot(2), npending = 0, next_slot = 1
+  logical :: fetched(2) = .false.
   ! Buffers of a retry for the particles whose list failed.
   real(dp), allocatable :: h2r(:), dtrr(:), xr(:,:), vr(:,:), ar(:,:), jr(:,:), pr(:)
   integer(c_int), allocatable :: listr(:,:)
@@ -42,8 +55,12 @@ contains
   !> Open both libraries for n bodies, lists of up to nbmax - 1 members.
   subroutine forces_open()
     integer(c_int) :: cap, nn, lm, mn
-    allocate(h2i(nimax), dtr(nimax), xi(3,nimax), vi(3,nimax), gacc(3,nimax), gjrk(3,nimax))
-    allocate(gpot(nimax), gf(3,nimax), gfd(3,nimax), listgp(lmax,nimax))
+    allocate(h2i(nimax), xi(3,nimax), vi(3,nimax), gf(3,nimax), gfd(3,nimax))
+    allocate(dtr_slot(nimax,2), gacc_slot(3,nimax,2), gjrk_slot(3,nimax,2), gpot_slot(nimax,2))
+    allocate(listgp_slot(lmax,nimax,2))
+    call point_to_slot(1)
+    npending = 0
+    next_slot = 1
     allocate(h2r(nimax), dtrr(nimax), xr(3,nimax), vr(3,nimax), ar(3,nimax), jr(3,nimax))
     allocate(pr(nimax), listr(lmax,nimax))
     allocate(jp_stale(n))
@@ -75,7 +92,8 @@ contains
   subroutine forces_close()
     call gpunb_close()
     call gpuirr_close()
-    if (allocated(h2i)) deallocate(h2i, dtr, xi, vi, gacc, gjrk, gpot, gf, gfd, listgp)
+    nullify(dtr, gacc, gjrk, gpot, listgp)
+    if (allocated(h2i)) deallocate(h2i, xi, vi, gf, gfd, dtr_slot, gacc_slot, gjrk_slot, gpot_slot, listgp_slot)
     if (allocated(h2r)) deallocate(h2r, dtrr, xr, vr, ar, jr, pr, listr)
     if (allocated(jp_stale)) deallocate(jp_stale)
   end subroutine forces_close
@@ -132,25 +150,49 @@ contains
     call regular_chunk_finish(ni, idx, grow_empty, .false.)
   end subroutine regular_chunk
 
+  !> dtr, gacc, gjrk, gpot, listgp: slot sl's buffers.
+  subroutine point_to_slot(sl)
+    integer, intent(in) :: sl
+    dtr => dtr_slot(:,sl)
+    gacc => gacc_slot(:,:,sl)
+    gjrk => gjrk_slot(:,:,sl)
+    gpot => gpot_slot(:,sl)
+    listgp => listgp_slot(:,:,sl)
+  end subroutine point_to_slot
+
+  !> GPUNB_REGF_FINISH of the oldest chunk in flight into its slot, sl.
+  subroutine fetch_slot(sl)
+    integer, intent(in) :: sl
+    call gpunb_regf_finish(gacc_slot(:,:,sl), gjrk_slot(:,:,sl), gpot_slot(:,sl), listgp_slot(:,:,sl))
+    fetched(sl) = .true.
+  end subroutine fetch_slot
+
   !> NBODY6's path (async = .false.): GPUNB_REGF against the j-set of the
   !> last GPUNB_SEND, at once.  Resident path (async): GPUNB_REGF_START on
   !> the library's own predictions; returns while the force is computed.
+  !> At most two chunks are started and not collected.
   subroutine regular_chunk_start(ni, idx, use_steps, async)
     integer, intent(in) :: ni
     integer, intent(in), contiguous :: idx(:)
     logical, intent(in) :: use_steps, async
-    integer :: ll, i
+    integer :: ll, i, sl
     integer(c_int) :: nic, lm, nbm
     real(dp) :: t
 
     t = wall_seconds()
+    if (npending >= 2) error stop 'regular_chunk_start: two chunks are in flight already'
+    sl = next_slot
+    next_slot = 3 - next_slot
+    npending = npending + 1
+    pending_slot(npending) = sl
+    fetched(sl) = .not. async
     ! One pass over the scattered bodies: radii, steps and (NBODY6's path)
     ! the predicted state that GPUNB_REGF takes.
     !$omp parallel do if (ni >= 64) schedule(static) private(ll, i)
     do ll = 1, ni
       i = idx(ll)
       h2i(ll) = rs(i)**2 / bodym
-      dtr(ll) = merge(stepr(i), 0.0_dp, use_steps)
+      dtr_slot(ll,sl) = merge(stepr(i), 0.0_dp, use_steps)
       if (.not. async) then
         xi(:,ll) = x(:,i)
         vi(:,ll) = xdot(:,i)
@@ -159,9 +201,10 @@ contains
     !$omp end parallel do
     nic = ni; lm = lmax; nbm = nbmax
     if (async) then
-      call gpunb_regf_start(nic, idx, h2i, dtr, lm, nbm)
+      call gpunb_regf_start(nic, idx, h2i, dtr_slot(:,sl), lm, nbm)
     else
-      call gpunb_regf(nic, h2i, dtr, xi, vi, gacc, gjrk, gpot, lm, nbm, listgp)
+      call gpunb_regf(nic, h2i, dtr_slot(:,sl), xi, vi, gacc_slot(:,:,sl), gjrk_slot(:,:,sl), gpot_slot(:,sl), &
+          lm, nbm, listgp_slot(:,:,sl))
     end if
     wall_regular = wall_regular + (wall_seconds() - t)
   end subroutine regular_chunk_start
@@ -178,17 +221,20 @@ contains
     call regular_chunk_lists(ni, idx, async)
   end subroutine regular_chunk_finish
 
-  !> The chunk's force and raw lists (async: GPUNB_REGF_FINISH) into gacc,
-  !> gjrk, gpot, listgp.  A column that overflows (negative count) is
-  !> recomputed with RS * 0.9; one with no neighbour (count 1, self only)
-  !> with RS * 1.5 when grow_empty (FPOLY0's rule).  Only the failed bodies
-  !> are recomputed.  Touches no body's state but the failed ones' RS, so
-  !> on the resident path it may come before the irregular corrector.
+  !> The oldest chunk's force and raw lists (async: GPUNB_REGF_FINISH) into
+  !> its slot, which gacc, gjrk, gpot, listgp then point to.  A column that
+  !> overflows (negative count) is recomputed with RS * 0.9; one with no
+  !> neighbour (count 1, self only) with RS * 1.5 when grow_empty (FPOLY0's
+  !> rule).  Only the failed bodies are recomputed, after the next chunk,
+  !> if one is in flight, is fetched into its slot (GPUNB_REGF_FINISH
+  !> collects in the order of the starts).  Touches no body's state but the
+  !> failed ones' RS, so on the resident path it may come before the
+  !> irregular corrector.
   subroutine regular_chunk_collect(ni, idx, grow_empty, async)
     integer, intent(in) :: ni
     integer, intent(in), contiguous :: idx(:)
     logical, intent(in) :: grow_empty, async
-    integer :: ll, i, k, nfail, c, growths
+    integer :: ll, i, k, nfail, c, growths, sl
     integer(int64) :: nover
     integer(c_int) :: nic, lm, nbm
     integer(c_int) :: fail(nimax), jfail(nimax)
@@ -197,7 +243,16 @@ contains
 
     t = wall_seconds()
     nic = ni; lm = lmax; nbm = nbmax
-    if (async) call gpunb_regf_finish(gacc, gjrk, gpot, listgp)
+    if (npending < 1) error stop 'regular_chunk_collect: no chunk was started'
+    sl = pending_slot(1)
+    npending = npending - 1
+    pending_slot(1) = pending_slot(2)
+    if (.not. fetched(sl)) then
+      if (.not. async) error stop 'regular_chunk_collect: the chunk was started asynchronously'
+      call fetch_slot(sl)
+    end if
+    fetched(sl) = .false.
+    call point_to_slot(sl)
     growths = 0
     do
       ! The counts on the team: each sits in its own column, 1.3 kB from the
@@ -243,6 +298,9 @@ contains
       end do
       nic = nfail
       if (async) then
+        if (npending > 0) then
+          if (.not. fetched(pending_slot(1))) call fetch_slot(pending_slot(1))
+        end if
         call gpunb_regf_start(nic, jfail, h2r, dtrr, lm, nbm)
         call gpunb_regf_finish(ar, jr, pr, listr)
       else

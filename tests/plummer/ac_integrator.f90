@@ -180,11 +180,12 @@ contains
     wall_irregular = wall_irregular + (wall_seconds() - t)
     call lap(2)
 
-    ! Resident path, several chunks: collect the first now and start the
-    ! second, which the GPU then computes during the irregular corrector
-    ! (collecting touches no state the corrector reads; the lists and the
-    ! regular corrector of the chunk wait for it).
-    early = resident .and. nreg > nimax
+    ! Resident path, several chunks, one in flight at a time (-regf-depth
+    ! 1): collect the first now and start the second, which the GPU then
+    ! computes during the irregular corrector (collecting touches no state
+    ! the corrector reads; the lists and the regular corrector of the chunk
+    ! wait for it).  With two in flight the second runs already.
+    early = resident .and. nreg > nimax .and. regf_depth == 1
     if (early) then
       t = wall_seconds()
       call regular_chunk_collect(nimax, ireg, .false., .true.)
@@ -325,11 +326,14 @@ contains
       shared_blocks(b) = shared_blocks(b) + 1
     end subroutine shared_irregular_force
 
-    !> The regular force of the block's first chunk (resident path).
+    !> The regular force of the block's first chunk, and with -regf-depth 2
+    !> of its second (resident path).
     subroutine start_regular_force()
       real(dp) :: t_chunk
       t_chunk = wall_seconds()
       call regular_chunk_start(min(nimax, nreg), ireg, .true., .true.)
+      if (regf_depth > 1 .and. nreg > nimax) &
+          call regular_chunk_start(min(nimax, nreg - nimax), ireg(nimax + 1:), .true., .true.)
       call profile_regular_part(reg_start, wall_seconds() - t_chunk)
     end subroutine start_regular_force
 
@@ -346,7 +350,7 @@ contains
     !> regular corrector.
     subroutine regular_chunk_with_old_counts(ni, j0)
       integer, intent(in) :: ni, j0
-      integer :: ll, i
+      integer :: ll, i, jn
       integer(c_int) :: nic
       integer(int64) :: nv
       real(dp) :: t
@@ -356,9 +360,11 @@ contains
           call regular_chunk_collect(ni, ireg(j0 + 1:), .false., .true.)
           call profile_regular_part(reg_collect, wall_seconds() - t)
           t = wall_seconds()
-          ! Next chunk on the GPU while this one is corrected here.
-          if (j0 + ni < nreg) call regular_chunk_start(min(nimax, nreg - j0 - ni), ireg(j0 + ni + 1:), &
-              .true., .true.)
+          ! Next chunk on the GPU while this one is corrected here (with
+          ! two in flight, the one after the next, whose place this
+          ! chunk's collection freed: chunks are nimax long but the last).
+          jn = j0 + regf_depth * nimax
+          if (jn < nreg) call regular_chunk_start(min(nimax, nreg - jn), ireg(jn + 1:), .true., .true.)
           call profile_regular_part(reg_start, wall_seconds() - t)
         end if
         t = wall_seconds()

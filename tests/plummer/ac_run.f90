@@ -73,6 +73,10 @@ module ac_run
     !> behind the regular force's thread blocks (which the host needs only
     !> after the corrector).
     logical :: irr_first = .false.
+    !> Resident path: 2 keeps the next chunk of a large regular block in
+    !> flight while the host collects one (the GPU computes it meanwhile); 1
+    !> starts each chunk when the one before is collected.  Same arithmetic.
+    integer :: regf_depth = 2
     !> With gpu_irr_min: GPUNB_PUSH after each block of at least this many
     !> bodies (0: never; < 0: N/8, at least gpu_irr_min).  After the largest
     !> blocks the next GPU block would otherwise wait for a copy of all
@@ -202,6 +206,12 @@ contains
         write(output_unit, '(3a)') '# GPUNB path: resident j-particles (GPUNB_SET_JP ', &
             trim(merge('per corrected step    ', 'once per regular block', setjp_per_step)), &
             ', GPUNB_PREDICT, GPUNB_REGF_START/FINISH overlapping the irregular work)'
+        if (regf_depth > 1) then
+          write(output_unit, '(a,i0,a)') '# regular-force chunks in flight at once: ', regf_depth, &
+              ' (the next one computed while the host collects one)'
+        else
+          write(output_unit, '(a,i0)') '# regular-force chunks in flight at once: ', regf_depth
+        end if
         if (gpu_irr_dropped) write(output_unit, '(a,i0,a)') '# -gpu-irr ', opt%gpu_irr_min, &
             ' not used: GPUNB computes the irregular force on the GPU only with one GPU; GPUIRR keeps it'
         if (gpu_irr_min > 0) write(output_unit, '(a,i0,a)') '# irregular force of blocks of >= ', gpu_irr_min, &
@@ -321,6 +331,7 @@ contains
     if (gpu_irr_min > 0) setjp_per_step = .true.
     irr_share = opt%irr_share
     irr_first = opt%irr_first
+    regf_depth = opt%regf_depth
     push_min = 0
     if (gpu_irr_min > 0) push_min = merge(max(gpu_irr_min, n / 8), opt%push_min, opt%push_min < 0)
     eta_r = opt%eta_r

@@ -43,6 +43,10 @@ module ac_state
   !> With gpu_irr_min: a block with regular bodies starts its GPU irregular
   !> force before its regular force (else after it).
   logical :: irr_first = .false.
+  !> Resident path: regular-force chunks in flight at once (GPUNB_REGF_START
+  !> keeps up to two): 2 starts a large block's first two chunks together and
+  !> each later one when the chunk two before it is collected.
+  integer :: regf_depth = 2
   !> With gpu_irr_min: after each block of at least this many bodies,
   !> GPUNB_PUSH starts copying its corrected records to the GPU; 0: never.
   integer :: push_min = 0

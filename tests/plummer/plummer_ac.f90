@@ -8,7 +8,7 @@
 !>              [-nbmax NB] [-smax S] [-npact NP] [-nimax NI] [-prefetch K] [-ascending F] [-order O] [-ic FILE] [-dump FILE] [-csv FILE]
 !>              [-label TEXT] [-wall-limit SECONDS] [-progress SECONDS] [-resident] [-setjp W]
 !>              [-gpu-irr NMIN] [-gpu-irr-host on|off] [-irr-share on|off] [-irr-first on|off]
-!>              [-push NMIN] [-lanes L] [-profile] [-q]
+!>              [-regf-depth D] [-push NMIN] [-lanes L] [-profile] [-q]
 program plummer_ac
   use, intrinsic :: iso_fortran_env, only: real64, error_unit, output_unit
   use plummer_model, only: plummer_generate, plummer_read
@@ -75,6 +75,9 @@ program plummer_ac
     case ('-setjp'); opt%setjp_per_step = choice(arg, val, 'step', 'block')
     case ('-irr-share'); opt%irr_share = choice(arg, val, 'on', 'off')
     case ('-irr-first'); opt%irr_first = choice(arg, val, 'on', 'off')
+    case ('-regf-depth')
+      opt%regf_depth = int_value(arg, val, 1)
+      if (opt%regf_depth > 2) call bad(arg, val)
     case ('-gpu-irr-host'); opt%gpu_irr_on_host = choice(arg, val, 'on', 'off')
     case ('-order'); opt%morton = choice(arg, val, 'morton', 'given')
     case ('-lanes')
@@ -186,6 +189,9 @@ contains
         '  -irr-first W    with -gpu-irr: a block with regular bodies starts its', &
         '                  irregular force on the GPU before its regular force', &
         '                  (on), or after it (off, the default)', &
+        '  -regf-depth D   with -resident: regular-force chunks of a large block in', &
+        '                  flight at once, 2 (the default: the GPU computes the next', &
+        '                  while the host collects one) or 1; the same arithmetic', &
         '  -push NMIN      with -gpu-irr: after each block of at least NMIN bodies,', &
         '                  GPUNB_PUSH starts copying its records to the GPU (default:', &
         '                  N/8, at least the -gpu-irr NMIN; 0: never)', &

@@ -2,8 +2,8 @@
 # The Plummer driver's command line: bad options stop with status 2 and a
 # message that names the option and its value (never a run that silently
 # does something else, as -tend 0.001 once did: every step shrank to 2^-20),
-# -profile prints its table after a short run, and -prefetch and
-# -irr-first change no arithmetic.
+# -profile prints its table after a short run, and -prefetch, -irr-first
+# and -regf-depth change no arithmetic.
 top_builddir=${top_builddir:-.}
 driver=$top_builddir/tests/plummer/plummer_ac
 [ -x "$driver" ] || { echo "SKIP: $driver not built (no Fortran compiler)"; exit 77; }
@@ -70,6 +70,20 @@ if "$driver" -n 512 -tend 0.25 -q -progress 0 -resident -gpu-irr 64 -gpu-irr-hos
 else
   fail=$((fail + 1)); echo "FAIL: -irr-first on and off end in other states (or did not run):"; cat "$out"
 fi
+# -regf-depth 1 starts each regular chunk when the one before is collected;
+# the default (2) keeps two in flight, and a chunk whose lists overflow
+# fetches the next one before its retry (small chunks and a tight NBMAX
+# make both happen here): the same final state.
+cmp_depth="-n 1024 -tend 0.5 -q -progress 0 -resident -nimax 32 -nnb 60 -nbmax 62"
+# shellcheck disable=SC2086
+if "$driver" $cmp_depth -regf-depth 1 -dump "$out.a" >/dev/null 2>&1 &&
+   "$driver" $cmp_depth -dump "$out.b" >"$out" 2>&1 &&
+   [ -s "$out.a" ] && cmp -s "$out.a" "$out.b"; then
+  pass=$((pass + 1)); echo "PASS: two regular chunks in flight end in the same state as one"
+else
+  fail=$((fail + 1)); echo "FAIL: -regf-depth 1 and 2 end in other states (or did not run):"; cat "$out"
+fi
+refused 'bad value for -regf-depth: "3"' -regf-depth 3
 rm -f "$out.a" "$out.b"
 echo "test_plummer_cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]
