@@ -44,10 +44,12 @@ module ac_run
     integer :: ascending = 8
     !> Regular bodies per GPUNB_REGF call at most (NBODY6's NIMAX is 1024;
     !> 4096 took 12 % less regular time at 64k on the H100 box: fewer calls,
-    !> each with its fixed cost, in the blocks with thousands of them; 16384,
-    !> one CUDA launch, lets the resident path start a large block's whole
-    !> regular force before its irregular work).
-    integer :: nimax = 16384
+    !> each with its fixed cost, in the blocks with thousands of them).  On
+    !> the resident path, with two chunks in flight, the GPU computes a large
+    !> block's chunks back to back while the host waits for each, and only
+    !> the host's work on the last one has nothing beside it: 4096 gave
+    !> t = 2..4 at 64k 0.3 s shorter than 16384 (session 61).
+    integer :: nimax = 4096
     !> Print where the second half's time went by block size (ac_profile).
     logical :: profile = .false.
     !> Number the bodies along a Morton curve of the initial positions

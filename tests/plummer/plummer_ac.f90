@@ -160,7 +160,7 @@ contains
         '                  0: every block in level order)', &
         '  -rebuild F      blocks in index order rebuild the level lists once N/F', &
         '                  bodies changed level, else move them one by one (default 1024)', &
-        '  -nimax NI       regular bodies per GPUNB_REGF call at most (default 16384;', &
+        '  -nimax NI       regular bodies per GPUNB_REGF call at most (default 4096;', &
         '                  NBODY6''s NIMAX is 1024)', &
         '  -profile        after the table, the second half''s time by block size and',&
         '                  phase (scheduling, irregular force and corrector, regular)', &
