@@ -48,7 +48,7 @@ module ac_run
     !> the resident path, with two chunks in flight, the GPU computes a large
     !> block's chunks back to back while the host waits for each, and only
     !> the host's work on the last one has nothing beside it: 4096 gave
-    !> t = 2..4 at 64k 0.3 s shorter than 16384 (session 61).
+    !> t = 2..4 at 64k 0.2 s shorter on average than 16384 (session 61).
     integer :: nimax = 4096
     !> Print where the second half's time went by block size (ac_profile).
     logical :: profile = .false.
