@@ -266,7 +266,10 @@ fi
 # the --resident one) alternately without and with VAR=value in the
 # environment (e.g. NB6ACCEL_GPUIRR_DEVICE=off, or LD_PRELOAD=<path without
 # colons> of another OpenMP runtime), `rounds` times each at N, on the GPUNB
-# back-end AB_BACKEND (default cuda).
+# back-end AB_BACKEND (default cuda).  Even rounds run the "set" run first
+# (the machines' clock drifts through a call, and a variant always run second
+# took that drift as its own in session 52); AB_ENV_ORDER=fixed runs "unset"
+# first in every round, as before session 62.
 if [ -n "${AB_ENV:-}" ]; then
     IFS=: read -r ab_n ab_cap ab_rounds ab_set <<< "$AB_ENV"
     nb_plain=$nb ab_rounds=${ab_rounds:-2}
@@ -274,13 +277,23 @@ if [ -n "${AB_ENV:-}" ]; then
         if build_resident; then nb=$nb-resident
         else log "AB_ENV: resident build FAILED (build-nbody6-resident.log)"; ab_rounds=0; fi
     fi
-    for r in $(seq "$ab_rounds"); do
-        plummer "ab-env-unset-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
+    ab_env_run() {  # $1: unset or set, $2: the round
+        if [ "$1" = unset ]; then
+            plummer "ab-env-unset-$2" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
+            return
+        fi
         env_saved=$(env | grep "^${ab_set%%=*}=" || true)
         export "${ab_set?}"
-        plummer "ab-env-set-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
+        plummer "ab-env-set-$2" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
         unset "${ab_set%%=*}"
         [ -n "$env_saved" ] && export "${env_saved?}"
+    }
+    for r in $(seq "$ab_rounds"); do
+        if [ $((r % 2)) -eq 0 ] && [ "${AB_ENV_ORDER:-alternate}" != fixed ]; then
+            ab_env_run set "$r"; ab_env_run unset "$r"
+        else
+            ab_env_run unset "$r"; ab_env_run set "$r"
+        fi
     done
     nb=$nb_plain
 fi

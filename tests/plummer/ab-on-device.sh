@@ -15,7 +15,8 @@
 # tree's build; "default": configure's own), so that AB_OLD_TREE=. judges the
 # compiler flags alone.
 # Builds and runs the driver's tests through tests/plummer/run-on-device.sh
-# (no timing runs there), then ROUNDS rounds of every variant in turn at
+# (no timing runs there), then ROUNDS rounds of every variant in turn (round
+# r from the r-th variant on, cyclically; AB_ORDER=fixed: as listed) at
 # N = AB_N (65536), t = 0..4, each within AB_LIMIT seconds (60).  Leaves in
 # $OUT: plummer-device.log (build, tests), ab.txt (the cores' clock and
 # CPUs' worth at the start and the end, each run's table, rest and profile
@@ -52,8 +53,15 @@ machine_check() { sh "$src/tests/cores-check.sh" "machine ($1)" "$OMP_NUM_THREAD
 machine_check start
 : >"$out/ab-runs.log"
 IFS=';' read -r -a variants <<<"${VARIANTS:-default||-profile}"
+nv=${#variants[@]}
 for r in $(seq 1 "$rounds"); do
-  for v in "${variants[@]}"; do
+  # Round r starts at variant r (cyclically): the clock drifts through a
+  # call, and a variant always run at the same place in the round takes that
+  # drift as its own (session 52); AB_ORDER=fixed keeps the listed order.
+  shift_by=$((r - 1))
+  [ "${AB_ORDER:-rotate}" = fixed ] && shift_by=0
+  for k in $(seq 0 $((nv - 1))); do
+    v=${variants[$(((k + shift_by) % nv))]}
     IFS='|' read -r label envs opts <<<"$v"
     run_bin=$bin
     run_envs=
