@@ -62,8 +62,10 @@
  * in us, 3 / 8 waves): NJ = 64k, NI = 1024 131.5, 129.4 / 125.4, 124.3;
  * NI = 4096 503.6, 488.5 / 481.1, 479.3; NJ = 32k, NI = 4096 278.9, 276.4 /
  * 242.0, 244.9 (12 and 16 waves about as fast as 8; 16: 463.4, 463.1 at
- * NI = 4096, NJ = 64k, and no different in NBODY6, session 52).  In spatial
- * order 16 waves were no better than 8 overall (session 54, four
+ * NI = 4096, NJ = 64k; in NBODY6's patched loop at 64k, three rounds in
+ * alternating order, t = 2..4 took 8.95, 8.92, 7.30 s against 8 waves'
+ * 7.35, 7.77, 7.91 s, session 62).  In spatial order 16 waves were no
+ * better than 8 overall (session 54, four
  * alternating rounds, NI = 512-4096 x NJ = 128k-1M, means of the force
  * kernel: 16 faster by 4.6 % at 2048 x 128k, where 8's rounds spread over
  * 377-400 us, 2.7 % at 512 x 128k and 1.2 % at 1024 x 256k; slower by
