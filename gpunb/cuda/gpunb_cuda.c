@@ -92,8 +92,7 @@ static void free_gpu(cuda_gpu *g)
     cudaFreeHost(g->h_jvel);
     cudaFreeHost(g->h_jlo);
     cudaFree(g->d_rec);
-    cudaFree(g->d_stage);
-    cudaFreeHost(g->h_stage);
+    cudaFreeHost(g->h_pull_idx);
     if (g->irr) /* nothing may still run on what goes next */
         cudaStreamSynchronize(g->irr);
     cudaFree(g->d_lists);
@@ -193,6 +192,18 @@ int gpunb_cuda_mapped_alloc(cuda_gpu *g, void **host, void **device, size_t byte
 {
     CHECK(g, cudaHostAlloc(host, bytes, cudaHostAllocPortable | cudaHostAllocMapped));
     CHECK(g, cudaHostGetDevicePointer(device, *host, 0));
+    return GPUNB_OK;
+}
+
+/* The device address of pinned host memory, asked once per array. */
+int gpunb_cuda_device_address(cuda_gpu *g, const void *host, const void **cached_host, const void **cached_dev)
+{
+    if (*cached_host != host) {
+        void *dev = NULL;
+        CHECK(g, cudaHostGetDevicePointer(&dev, (void *)host, 0));
+        *cached_host = host;
+        *cached_dev = dev;
+    }
     return GPUNB_OK;
 }
 

@@ -163,7 +163,7 @@ typedef struct gpunb_cuda_origin {
     double x[3], v[3];
 } gpunb_cuda_origin;
 
-/* Threads per block of the prediction and record-scatter kernels. */
+/* Threads per block of the prediction and record-pull kernels. */
 #define GPUNB_CUDA_PREDICT_THREADS 256
 
 /* Threads per block of the irregular-force and list-scatter kernels (a

@@ -72,18 +72,6 @@ static int grow_irr_io(cuda_gpu *g, int ni)
     return GPUNB_OK;
 }
 
-/* The device address of pinned host memory, asked once per array. */
-static int device_address(cuda_gpu *g, const void *host, const void **cached_host, const void **cached_dev)
-{
-    if (*cached_host != host) {
-        void *dev = NULL;
-        CHECK(g, cudaHostGetDevicePointer(&dev, (void *)host, 0));
-        *cached_host = host;
-        *cached_dev = dev;
-    }
-    return GPUNB_OK;
-}
-
 /* The changed records and lists into the device's copies, on the irregular
  * stream (firr_start and push). */
 static int pull_changes(cuda_state *s, cuda_gpu *g, const gpunb_jrecord *rec, int nrec, int ndirty,
@@ -114,7 +102,7 @@ static int pull_changes(cuda_state *s, cuda_gpu *g, const gpunb_jrecord *rec, in
                                  g->irr));
         CHECK(g, cudaEventRecord(g->ev_irr_records, g->irr));
     } else if (ndirty > 0) {
-        if ((st = device_address(g, rec, &g->host_rec, &g->host_rec_dev)) != GPUNB_OK)
+        if ((st = gpunb_cuda_device_address(g, rec, &g->host_rec, &g->host_rec_dev)) != GPUNB_OK)
             return st;
         memcpy(g->h_rec_changed, dirty, sizeof(int) * (size_t)ndirty);
         CHECK(g, gpunb_cuda_launch_record_pull((const gpunb_cuda_jrec *)g->host_rec_dev, g->d_rec_changed, ndirty,
@@ -125,7 +113,7 @@ static int pull_changes(cuda_state *s, cuda_gpu *g, const gpunb_jrecord *rec, in
         t = nb6_clock();
     }
     if (nlists > 0) {
-        if ((st = device_address(g, lists, &g->host_lists, &g->host_lists_dev)) != GPUNB_OK)
+        if ((st = gpunb_cuda_device_address(g, lists, &g->host_lists, &g->host_lists_dev)) != GPUNB_OK)
             return st;
         memcpy(g->h_list_changed, list_index, sizeof(int) * (size_t)nlists);
         CHECK(g, gpunb_cuda_launch_list_pull((const int *)g->host_lists_dev, s->irr_lmax, g->d_list_changed, nlists,

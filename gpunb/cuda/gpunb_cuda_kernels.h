@@ -151,10 +151,6 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_order_i(int ni, int ni_pad, float sca
                                                    int4 *iidx_sorted, const float4 *mpos, int *iorder,
                                                    cudaStream_t stream);
 
-/* rec[index[k]] = staged[k] for k < n (index local to this GPU's records). */
-NB6_INTERNAL cudaError_t gpunb_cuda_launch_scatter(const gpunb_cuda_jrec *staged, const int *index,
-                                                   int n, gpunb_cuda_jrec *rec, cudaStream_t stream);
-
 /* Predict records 0..nj-1 to time t in double and write the float j-set
  * (jpos, jvel, jlo as documented for the force kernel) relative to *o;
  * entries nj..npad-1 become zero padding. */

@@ -1,7 +1,8 @@
-/* gpunb_cuda_predict.cu -- resident j-particles on the GPU: the records the
- * host changed since the last prediction are scattered into the GPU's record
- * array, and the prediction kernel turns every record into the float j-set
- * the force kernel reads (the same layout gpunb_send leaves).
+/* gpunb_cuda_predict.cu -- resident j-particles on the GPU: once the records
+ * the host changed since the last prediction are in the GPU's record array
+ * (copied, or pulled by gpunb_cuda_launch_record_pull), the prediction
+ * kernel turns every record into the float j-set the force kernel reads
+ * (the same layout gpunb_send leaves).
  *
  * The prediction is in double with NBODY6's Horner form and no contraction
  * into FMA (__dmul_rn/__dadd_rn), so it is bit-identical to the host's
@@ -11,15 +12,6 @@
  * below), so that self stays an exact r = 0 neighbour even where the
  * records changed after the prediction. */
 #include "gpunb_cuda_kernels.h"
-
-static __global__ void __launch_bounds__(GPUNB_CUDA_PREDICT_THREADS)
-gpunb_scatter_kernel(const gpunb_cuda_jrec *__restrict__ staged, const int *__restrict__ index, int n,
-                     gpunb_cuda_jrec *__restrict__ rec)
-{
-    const int k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k < n)
-        rec[index[k]] = staged[k];
-}
 
 /* hi + lo floats of a double (the host's nb6_split in common/nb6_common.h). */
 static __device__ __forceinline__ void split_rn(double r, float *hi, float *lo)
@@ -67,15 +59,6 @@ gpunb_fetch_kernel(const float4 *__restrict__ jpos, const float4 *__restrict__ j
         out[3 * k + 1] = jvel[j];
         out[3 * k + 2] = jlo[j];
     }
-}
-
-extern "C" cudaError_t gpunb_cuda_launch_scatter(const gpunb_cuda_jrec *staged, const int *index, int n,
-                                                 gpunb_cuda_jrec *rec, cudaStream_t stream)
-{
-    const int nt = GPUNB_CUDA_PREDICT_THREADS;
-    if (n > 0)
-        gpunb_scatter_kernel<<<(n + nt - 1) / nt, nt, 0, stream>>>(staged, index, n, rec);
-    return cudaGetLastError();
 }
 
 extern "C" cudaError_t gpunb_cuda_launch_predict(const gpunb_cuda_jrec *rec, int nj, int npad, double t,

@@ -26,15 +26,16 @@ int gpunb_cuda_resident_ensure_records(cuda_state *s, cuda_gpu *g)
         return GPUNB_OK;
     const long cap_tiles = tiles_of(s->capacity_pad);
     const long share = (cap_tiles + s->ngpu - 1) / s->ngpu * GPUNB_CUDA_TILE_J;
-    const size_t stage = (sizeof(gpunb_cuda_jrec) + sizeof(int)) * (size_t)share;
+    int st;
     CHECK(g, cudaMalloc((void **)&g->d_rec, sizeof(gpunb_cuda_jrec) * (size_t)share));
     /* The irregular force's prediction pass predicts every record below n,
      * also those never set (whose results no list reads): zeros, not
      * undefined bytes, for compute-sanitizer's initcheck. */
     CHECK(g, cudaMemset(g->d_rec, 0, sizeof(gpunb_cuda_jrec) * (size_t)share));
     CHECK(g, cudaDeviceSynchronize()); /* (the legacy stream, which no stream of ours waits for) */
-    CHECK(g, cudaMalloc((void **)&g->d_stage, stage));
-    CHECK(g, cudaHostAlloc((void **)&g->h_stage, stage, cudaHostAllocPortable));
+    if ((st = gpunb_cuda_mapped_alloc(g, (void **)&g->h_pull_idx, (void **)&g->d_pull_idx,
+                                      sizeof(int) * (size_t)share)) != GPUNB_OK)
+        return st;
     g->rec_cap = share;
     return GPUNB_OK;
 }
@@ -88,7 +89,6 @@ int gpunb_cuda_resident_records_wait(void *state)
 static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord *rec, int ndirty,
                        const int *dirty)
 {
-    gpunb_cuda_jrec *staged;
     int st, n = 0;
 
     CHECK(g, cudaSetDevice(g->device));
@@ -104,32 +104,27 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
             CHECK(g, cudaMemcpyAsync(g->d_rec, rec + g->j0, sizeof(gpunb_cuda_jrec) * (size_t)g->nj,
                                      cudaMemcpyHostToDevice, g->stream));
     } else {
-        CHECK(g, cudaStreamSynchronize(g->stream)); /* the staging area is free */
-        staged = (gpunb_cuda_jrec *)g->h_stage;
+        /* The GPU pulls the changed records straight from the host's mapped
+         * array: the host copies only their indices, not the records (a
+         * staged copy of ~1000 scattered records cost the host ~30 us per
+         * call at 128k).  The last pull has read the index array once
+         * ev_records has passed. */
+        CHECK(g, cudaEventSynchronize(g->ev_records));
+        if ((st = gpunb_cuda_device_address(g, rec, &g->host_rec, &g->host_rec_dev)) != GPUNB_OK)
+            return st;
+        int *index = g->h_pull_idx;
         /* dirty is in no order: this GPU's records are those in its range. */
         const int j0 = g->j0, j1 = g->j0 + g->nj;
-        for (int q = 0; q < ndirty; q++)
-            n += dirty[q] >= j0 && dirty[q] < j1;
-        int *index = (int *)(staged + n);
-        if (n == ndirty) {
-            for (int q = 0; q < n; q++)
-                index[q] = dirty[q] - j0;
+        if (s->ngpu == 1) { /* its range is the j-set, which holds every index listed */
+            n = ndirty;
+            memcpy(index, dirty, sizeof(int) * (size_t)n);
         } else {
-            n = 0;
             for (int q = 0; q < ndirty; q++)
                 if (dirty[q] >= j0 && dirty[q] < j1)
                     index[n++] = dirty[q] - j0;
         }
-#pragma omp parallel for if (n > 4096) schedule(static)
-        for (int q = 0; q < n; q++)
-            memcpy(&staged[q], &rec[j0 + index[q]], sizeof staged[q]);
-        if (n > 0) {
-            CHECK(g, cudaMemcpyAsync(g->d_stage, staged, (sizeof(gpunb_cuda_jrec) + sizeof(int)) * (size_t)n,
-                                     cudaMemcpyHostToDevice, g->stream));
-            CHECK(g, gpunb_cuda_launch_scatter((const gpunb_cuda_jrec *)g->d_stage,
-                                               (const int *)((gpunb_cuda_jrec *)g->d_stage + n), n, g->d_rec,
-                                               g->stream));
-        }
+        CHECK(g, gpunb_cuda_launch_record_pull((const gpunb_cuda_jrec *)g->host_rec_dev + j0, g->d_pull_idx, n,
+                                               g->d_rec, g->stream));
     }
     CHECK(g, cudaEventRecord(g->ev_records, g->stream));
     gpunb_cuda_origin o;

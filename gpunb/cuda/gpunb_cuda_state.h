@@ -114,11 +114,12 @@ typedef struct cuda_gpu {
     void *d_sort_temp;
     size_t sort_temp_bytes;
     /* Resident j-particles (gpunb_predict): the records of this GPU's j range,
-     * and a pinned staging area for a few changed ones (records, then their
-     * local indices), both for rec_cap records; allocated at the first
-     * predict.  Many changed: the range is copied from the host's records. */
+     * and the local indices of a few changed ones (mapped: the GPU pulls
+     * those records from the host's mapped array), both for rec_cap records;
+     * allocated at the first predict.  Many changed: the range is copied
+     * from the host's records. */
     gpunb_cuda_jrec *d_rec;
-    unsigned char *d_stage, *h_stage;
+    int *h_pull_idx, *d_pull_idx;
     long rec_cap;
     /* Irregular force (one GPU): its own stream, of the highest priority so
      * that its small launches pass a regular force in flight; the list rows
@@ -246,6 +247,12 @@ static inline long long tiles_of(long long n) { return (n + GPUNB_CUDA_TILE_J - 
 /* Pinned host memory that the GPU reads or writes in place: *host, and its
  * address on GPU g in *device. */
 NB6_INTERNAL int gpunb_cuda_mapped_alloc(cuda_gpu *g, void **host, void **device, size_t bytes);
+
+/* The address on GPU g of pinned mapped host memory at `host` (the
+ * host's records or lists), asked once per array: *cached_host, *cached_dev
+ * remember the last answer. */
+NB6_INTERNAL int gpunb_cuda_device_address(cuda_gpu *g, const void *host, const void **cached_host,
+                                           const void **cached_dev);
 
 /* The origin of the float coordinates (s->origin, s->vorigin) and the
  * smallest non-zero mass (s->min_mass) of nj j: m[j * mstride],
