@@ -542,10 +542,9 @@ int gpunb_cuda_jset_ready(cuda_state *s, cuda_gpu *g)
         g->sort_age = 0;
     }
     g->sort_age++;
-    CHECK(g, gpunb_cuda_launch_spatial_copy(g->d_perm, npad, g->d_jpos, g->d_jvel, g->d_jlo, g->d_spos, g->d_svel,
-                                            g->d_slo, g->stream));
-    CHECK(g, gpunb_cuda_launch_boxes(g->d_spos, g->d_svel, (int)(g->ntiles * GPUNB_CUDA_JWAYS), g->d_box,
-                                     g->stream));
+    CHECK(g, gpunb_cuda_launch_sorted_boxes(g->d_perm, g->d_jpos, g->d_jvel, g->d_jlo,
+                                            (int)(g->ntiles * GPUNB_CUDA_JWAYS), g->d_spos, g->d_svel, g->d_slo,
+                                            g->d_box, g->stream));
     return GPUNB_OK;
 }
 

@@ -1,14 +1,17 @@
-/* gpunb_cuda_boxes.cu -- the bounding boxes of the j-set's quarter tiles
- * (the j one way of a force block computes in one tile), for the force
- * kernel's far test: where no j of a quarter can be a neighbour of any i of
- * a warp, the warp skips the neighbour criterion for those j.
+/* gpunb_cuda_boxes.cu -- the j-set's sorted copies (spatial order,
+ * gpunb_cuda_spatial.cu) and the bounding boxes of their quarter tiles (the
+ * j one way of a force block computes in one tile), for the force kernel's
+ * far test: where no j of a quarter can be a neighbour of any i of a warp,
+ * the warp skips the neighbour criterion for those j.  One kernel does
+ * both: a separate copy kernel cost one more launch (~6 us of host time on
+ * the H100 box) in every gpunb_predict and gpunb_send.
  *
  * A box holds the massive j only: a massless j (padding, NBODY6's merger
  * ghosts at 1e6) is never a neighbour and adds nothing, the same with the
  * test as without, and would stretch its box over the whole cluster. */
 #include "gpunb_cuda_kernels.h"
 
-/* One warp per quarter: each lane folds QUARTER_J / 32 j, then the warp. */
+/* One warp per quarter: each lane copies and folds QUARTER_J / 32 j, then the warp. */
 static __device__ __forceinline__ float warp_min(float v)
 {
 #pragma unroll
@@ -26,8 +29,10 @@ static __device__ __forceinline__ float warp_max(float v)
 }
 
 static __global__ void __launch_bounds__(GPUNB_CUDA_BOX_THREADS)
-gpunb_boxes_kernel(const float4 *__restrict__ jpos, const float4 *__restrict__ jvel, int nquarters,
-                   float4 *__restrict__ box)
+gpunb_sorted_boxes_kernel(const int *__restrict__ perm, const float4 *__restrict__ jpos,
+                          const float4 *__restrict__ jvel, const float4 *__restrict__ jlo, int nquarters,
+                          float4 *__restrict__ spos, float4 *__restrict__ svel, float4 *__restrict__ slo,
+                          float4 *__restrict__ box)
 {
     const int lane = threadIdx.x % 32;
     const int q = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
@@ -38,8 +43,11 @@ gpunb_boxes_kernel(const float4 *__restrict__ jpos, const float4 *__restrict__ j
     float mmax = 0.0f;
 #pragma unroll
     for (int e = 0; e < GPUNB_CUDA_QUARTER_J / 32; e++) {
-        const int j = q * GPUNB_CUDA_QUARTER_J + e * 32 + lane;
+        const int k = q * GPUNB_CUDA_QUARTER_J + e * 32 + lane, j = perm[k];
         const float4 p = jpos[j], v = jvel[j];
+        spos[k] = p;
+        svel[k] = v;
+        slo[k] = jlo[j];
         if (p.w > 0.0f) {
             lo[0] = fminf(lo[0], p.x), hi[0] = fmaxf(hi[0], p.x);
             lo[1] = fminf(lo[1], p.y), hi[1] = fmaxf(hi[1], p.y);
@@ -75,12 +83,13 @@ gpunb_boxes_kernel(const float4 *__restrict__ jpos, const float4 *__restrict__ j
     box[4 * q + 3] = make_float4(vhi[0], vhi[1], vhi[2], vmag);
 }
 
-extern "C" cudaError_t gpunb_cuda_launch_boxes(const float4 *jpos, const float4 *jvel, int nquarters, float4 *box,
-                                               cudaStream_t stream)
+extern "C" cudaError_t gpunb_cuda_launch_sorted_boxes(const int *perm, const float4 *jpos, const float4 *jvel,
+                                                      const float4 *jlo, int nquarters, float4 *spos, float4 *svel,
+                                                      float4 *slo, float4 *box, cudaStream_t stream)
 {
     const int per_block = GPUNB_CUDA_BOX_THREADS / 32;
     if (nquarters > 0)
-        gpunb_boxes_kernel<<<(nquarters + per_block - 1) / per_block, GPUNB_CUDA_BOX_THREADS, 0, stream>>>(
-            jpos, jvel, nquarters, box);
+        gpunb_sorted_boxes_kernel<<<(nquarters + per_block - 1) / per_block, GPUNB_CUDA_BOX_THREADS, 0, stream>>>(
+            perm, jpos, jvel, jlo, nquarters, spos, svel, slo, box);
     return cudaGetLastError();
 }

@@ -66,7 +66,7 @@ typedef struct gpunb_cuda_force_args {
     /* where set, block (0, 0) stores the GPU clock (%globaltimer, ns) here at its start */
     unsigned long long *stamp_start;
     /* where set (fast kernel only), the quarter tiles' boxes of
-     * gpunb_cuda_launch_boxes for the far test */
+     * gpunb_cuda_launch_sorted_boxes for the far test */
     const float4 *box;
     /* where set, jpos/jvel/jlo are the j-set in spatial order: entry k is
      * local j perm[k], the word records are of entries, and the gathering
@@ -118,12 +118,16 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_gather(unsigned long long *nbcount, c
                                                   int nslices, int ni_pad, unsigned long long *stamp_done,
                                                   int pdl, cudaStream_t stream);
 
-/* The bounding box of quarter tile q's massive j (of jpos, jvel) into
- * box[4q .. 4q + 3]: (lo x, y, z, largest mass), (hi x, y, z, largest
- * |coordinate|), (velocity lo, 0), (velocity hi, largest |velocity|); a
- * quarter without massive j gets lo = +inf, hi = -inf, mass 0. */
-NB6_INTERNAL cudaError_t gpunb_cuda_launch_boxes(const float4 *jpos, const float4 *jvel, int nquarters,
-                                                 float4 *box, cudaStream_t stream);
+/* The sorted copies spos[k] = jpos[perm[k]] (the same for jvel, jlo into
+ * svel, slo), k < nquarters * QUARTER_J, and the bounding box of quarter
+ * tile q's massive j into box[4q .. 4q + 3]: (lo x, y, z, largest mass),
+ * (hi x, y, z, largest |coordinate|), (velocity lo, 0), (velocity hi,
+ * largest |velocity|); a quarter without massive j gets lo = +inf,
+ * hi = -inf, mass 0. */
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_sorted_boxes(const int *perm, const float4 *jpos, const float4 *jvel,
+                                                        const float4 *jlo, int nquarters, float4 *spos,
+                                                        float4 *svel, float4 *slo, float4 *box,
+                                                        cudaStream_t stream);
 
 /* The spatial order of a GPU's j-set (n a multiple of TILE_J): Morton keys of jpos[0..n-1] (scale cells per unit,
  * 1024 per axis about the origin), sorted with CUB (keys and idx hold 2n
@@ -134,10 +138,6 @@ NB6_INTERNAL cudaError_t gpunb_cuda_spatial_temp_bytes(int n, size_t *bytes);
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_spatial_sort(const float4 *jpos, int n, float scale, int stride,
                                                         unsigned *keys, int *idx, void *temp, size_t temp_bytes,
                                                         int *perm, cudaStream_t stream);
-/* spos[k] = jpos[perm[k]], and the same for vel and lo, k < n. */
-NB6_INTERNAL cudaError_t gpunb_cuda_launch_spatial_copy(const int *perm, int n, const float4 *jpos,
-                                                        const float4 *jvel, const float4 *jlo, float4 *spos,
-                                                        float4 *svel, float4 *slo, cudaStream_t stream);
 
 /* A call's ni i (1 <= ni <= NI_CHUNK, padded to ni_pad) in spatial order,
  * on the cube of the j-set's order: from ibuf (nbuf <= 3 arrays of ni_pad

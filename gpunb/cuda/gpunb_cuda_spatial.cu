@@ -5,7 +5,8 @@
  * ntiles), so that every force slice holds some of every region and no
  * block gets all of an i-tile's neighbours.  The force kernel then reads
  * sorted copies of the j-set; the j-set itself stays in the caller's order
- * for everything else (members as i, fetches, the lists' j indices).
+ * for everything else (members as i, fetches, the lists' j indices).  The
+ * copies are made with the boxes of the far test (gpunb_cuda_boxes.cu).
  * With it, each call's i in spatial order too (warps of nearby i pass the
  * far test), ranked on the GPU before the force kernel. */
 #include "gpunb_cuda_kernels.h"
@@ -49,20 +50,6 @@ gpunb_layout_kernel(const int *__restrict__ sorted, int n, int stride, int *__re
     perm[(int)((long long)r * stride % runs) * GPUNB_CUDA_TILE_J + p % GPUNB_CUDA_TILE_J] = sorted[p];
 }
 
-static __global__ void __launch_bounds__(GPUNB_CUDA_PREDICT_THREADS)
-gpunb_spatial_copy_kernel(const int *__restrict__ perm, int n, const float4 *__restrict__ jpos,
-                          const float4 *__restrict__ jvel, const float4 *__restrict__ jlo, float4 *__restrict__ spos,
-                          float4 *__restrict__ svel, float4 *__restrict__ slo)
-{
-    const int q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= n)
-        return;
-    const int j = perm[q];
-    spos[q] = jpos[j];
-    svel[q] = jvel[j];
-    slo[q] = jlo[j];
-}
-
 extern "C" cudaError_t gpunb_cuda_spatial_temp_bytes(int n, size_t *bytes)
 {
     *bytes = 0;
@@ -83,16 +70,6 @@ extern "C" cudaError_t gpunb_cuda_launch_spatial_sort(const float4 *jpos, int n,
     if (err != cudaSuccess)
         return err;
     gpunb_layout_kernel<<<nb, nt, 0, stream>>>(idx + n, n, stride, perm);
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t gpunb_cuda_launch_spatial_copy(const int *perm, int n, const float4 *jpos, const float4 *jvel,
-                                                      const float4 *jlo, float4 *spos, float4 *svel, float4 *slo,
-                                                      cudaStream_t stream)
-{
-    const int nt = GPUNB_CUDA_PREDICT_THREADS;
-    if (n > 0)
-        gpunb_spatial_copy_kernel<<<(n + nt - 1) / nt, nt, 0, stream>>>(perm, n, jpos, jvel, jlo, spos, svel, slo);
     return cudaGetLastError();
 }
 
