@@ -92,7 +92,8 @@ static void free_gpu(cuda_gpu *g)
     cudaFreeHost(g->h_jvel);
     cudaFreeHost(g->h_jlo);
     cudaFree(g->d_rec);
-    cudaFreeHost(g->h_pull_idx);
+    cudaFreeHost(g->h_pull_bits);
+    free(g->pull_idx);
     if (g->irr) /* nothing may still run on what goes next */
         cudaStreamSynchronize(g->irr);
     cudaFree(g->d_lists);

@@ -153,10 +153,14 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_order_i(int ni, int ni_pad, float sca
 
 /* Predict records 0..nj-1 to time t in double and write the float j-set
  * (jpos, jvel, jlo as documented for the force kernel) relative to *o;
- * entries nj..npad-1 become zero padding. */
-NB6_INTERNAL cudaError_t gpunb_cuda_launch_predict(const gpunb_cuda_jrec *rec, int nj, int npad,
-                                                   double t, const gpunb_cuda_origin *o, float4 *jpos,
-                                                   float4 *jvel, float4 *jlo, cudaStream_t stream);
+ * entries nj..npad-1 become zero padding.  Where pull_bits is set (device
+ * address of mapped memory), record q with bit q % 32 of word q / 32 set is
+ * first read from host_rec[q] (the device address of the host's records)
+ * into rec[q]. */
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_predict(gpunb_cuda_jrec *rec, const gpunb_cuda_jrec *host_rec,
+                                                   const unsigned *pull_bits, int nj, int npad, double t,
+                                                   const gpunb_cuda_origin *o, float4 *jpos, float4 *jvel,
+                                                   float4 *jlo, cudaStream_t stream);
 
 /* out[3k], out[3k + 1], out[3k + 2] = jpos, jvel, jlo of entry index[k] for
  * k < n: what the last prediction made of those members (the host's records

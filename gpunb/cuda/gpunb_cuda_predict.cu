@@ -1,8 +1,9 @@
-/* gpunb_cuda_predict.cu -- resident j-particles on the GPU: once the records
- * the host changed since the last prediction are in the GPU's record array
- * (copied, or pulled by gpunb_cuda_launch_record_pull), the prediction
+/* gpunb_cuda_predict.cu -- resident j-particles on the GPU: the prediction
  * kernel turns every record into the float j-set the force kernel reads
- * (the same layout gpunb_send leaves).
+ * (the same layout gpunb_send leaves).  The records the host changed since
+ * the last prediction are either copied into the GPU's record array before
+ * it, or (a few) read by it from the host's mapped array and kept, as a
+ * bitmap in mapped memory marks them: that costs no launch of its own.
  *
  * The prediction is in double with NBODY6's Horner form and no contraction
  * into FMA (__dmul_rn/__dadd_rn), so it is bit-identical to the host's
@@ -21,16 +22,22 @@ static __device__ __forceinline__ void split_rn(double r, float *hi, float *lo)
 }
 
 static __global__ void __launch_bounds__(GPUNB_CUDA_PREDICT_THREADS)
-gpunb_predict_kernel(const gpunb_cuda_jrec *__restrict__ rec, int nj, int npad, double t,
-                     gpunb_cuda_origin o, float4 *__restrict__ jpos, float4 *__restrict__ jvel,
-                     float4 *__restrict__ jlo)
+gpunb_predict_kernel(gpunb_cuda_jrec *__restrict__ rec, const gpunb_cuda_jrec *__restrict__ host_rec,
+                     const unsigned *__restrict__ pull_bits, int nj, int npad, double t, gpunb_cuda_origin o,
+                     float4 *__restrict__ jpos, float4 *__restrict__ jvel, float4 *__restrict__ jlo)
 {
     const int q = blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= npad)
         return;
     float4 p = make_float4(0, 0, 0, 0), u = p, l = p; /* padding: massless, adds nothing */
     if (q < nj) {
+        gpunb_cuda_jrec pulled;
         const gpunb_cuda_jrec *r = rec + q;
+        if (pull_bits && (pull_bits[q >> 5] >> (q & 31) & 1u)) { /* changed: the host's record, kept */
+            pulled = host_rec[q];
+            rec[q] = pulled;
+            r = &pulled;
+        }
         double x[3], v[3];
         gpunb_cuda_predict_record(r, t, x, v);
         split_rn(__dadd_rn(x[0], -o.x[0]), &p.x, &l.x);
@@ -61,12 +68,14 @@ gpunb_fetch_kernel(const float4 *__restrict__ jpos, const float4 *__restrict__ j
     }
 }
 
-extern "C" cudaError_t gpunb_cuda_launch_predict(const gpunb_cuda_jrec *rec, int nj, int npad, double t,
+extern "C" cudaError_t gpunb_cuda_launch_predict(gpunb_cuda_jrec *rec, const gpunb_cuda_jrec *host_rec,
+                                                 const unsigned *pull_bits, int nj, int npad, double t,
                                                  const gpunb_cuda_origin *o, float4 *jpos, float4 *jvel,
                                                  float4 *jlo, cudaStream_t stream)
 {
     const int nt = GPUNB_CUDA_PREDICT_THREADS;
-    gpunb_predict_kernel<<<(npad + nt - 1) / nt, nt, 0, stream>>>(rec, nj, npad, t, *o, jpos, jvel, jlo);
+    gpunb_predict_kernel<<<(npad + nt - 1) / nt, nt, 0, stream>>>(rec, host_rec, pull_bits, nj, npad, t, *o, jpos,
+                                                                  jvel, jlo);
     return cudaGetLastError();
 }
 

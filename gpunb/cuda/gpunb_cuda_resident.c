@@ -19,23 +19,31 @@
 
 #include "gpunb_cuda_state.h"
 
-/* Records and staging for this GPU's largest share of the capacity. */
+/* Records, pull bitmap and index list for this GPU's largest share of the
+ * capacity (the records last: once they are there, so is the rest). */
 int gpunb_cuda_resident_ensure_records(cuda_state *s, cuda_gpu *g)
 {
     if (g->d_rec)
         return GPUNB_OK;
     const long cap_tiles = tiles_of(s->capacity_pad);
     const long share = (cap_tiles + s->ngpu - 1) / s->ngpu * GPUNB_CUDA_TILE_J;
+    const size_t words = (size_t)(share + 31) / 32;
     int st;
+    if (!g->pull_idx && !(g->pull_idx = malloc(sizeof(int) * (size_t)share)))
+        return gpunb_fail(GPUNB_ERESOURCE, "gpunb_predict: no host memory for %ld record indices", share);
+    if (!g->h_pull_bits) {
+        if ((st = gpunb_cuda_mapped_alloc(g, (void **)&g->h_pull_bits, (void **)&g->d_pull_bits,
+                                          sizeof(unsigned) * words)) != GPUNB_OK)
+            return st;
+        memset(g->h_pull_bits, 0, sizeof(unsigned) * words);
+        g->pull_n = 0;
+    }
     CHECK(g, cudaMalloc((void **)&g->d_rec, sizeof(gpunb_cuda_jrec) * (size_t)share));
     /* The irregular force's prediction pass predicts every record below n,
      * also those never set (whose results no list reads): zeros, not
      * undefined bytes, for compute-sanitizer's initcheck. */
     CHECK(g, cudaMemset(g->d_rec, 0, sizeof(gpunb_cuda_jrec) * (size_t)share));
     CHECK(g, cudaDeviceSynchronize()); /* (the legacy stream, which no stream of ours waits for) */
-    if ((st = gpunb_cuda_mapped_alloc(g, (void **)&g->h_pull_idx, (void **)&g->d_pull_idx,
-                                      sizeof(int) * (size_t)share)) != GPUNB_OK)
-        return st;
     g->rec_cap = share;
     return GPUNB_OK;
 }
@@ -83,12 +91,14 @@ int gpunb_cuda_resident_records_wait(void *state)
     return GPUNB_OK;
 }
 
-/* Upload the changed records of GPU g's range (the whole range when
- * dirty is NULL), then predict its whole range into its float j-set;
- * asynchronous: ev_records tells when the host's records have been read. */
+/* The changed records of GPU g's range to the GPU (the whole range when
+ * dirty is NULL), and its whole range predicted into its float j-set;
+ * asynchronous: ev_records tells when the host's records (and the bitmap)
+ * have been read. */
 static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord *rec, int ndirty,
                        const int *dirty)
 {
+    const gpunb_cuda_jrec *host_rec = NULL; /* set: the kernel pulls the marked records */
     int st, n = 0;
 
     CHECK(g, cudaSetDevice(g->device));
@@ -104,34 +114,36 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
             CHECK(g, cudaMemcpyAsync(g->d_rec, rec + g->j0, sizeof(gpunb_cuda_jrec) * (size_t)g->nj,
                                      cudaMemcpyHostToDevice, g->stream));
     } else {
-        /* The GPU pulls the changed records straight from the host's mapped
-         * array: the host copies only their indices, not the records (a
-         * staged copy of ~1000 scattered records cost the host ~30 us per
-         * call at 128k).  The last pull has read the index array once
-         * ev_records has passed. */
+        /* The prediction kernel reads the changed records straight from the
+         * host's mapped array: the host only marks them in a mapped bitmap
+         * (a staged copy of ~1000 scattered records cost the host ~30 us
+         * per call at 128k, a separate pull kernel a launch).  The last
+         * prediction has read the bitmap once ev_records has passed. */
         CHECK(g, cudaEventSynchronize(g->ev_records));
         if ((st = gpunb_cuda_device_address(g, rec, &g->host_rec, &g->host_rec_dev)) != GPUNB_OK)
             return st;
-        int *index = g->h_pull_idx;
+        unsigned *bits = g->h_pull_bits;
+        for (int q = 0; q < g->pull_n; q++)
+            bits[g->pull_idx[q] >> 5] = 0u;
         /* dirty is in no order: this GPU's records are those in its range. */
         const int j0 = g->j0, j1 = g->j0 + g->nj;
-        if (s->ngpu == 1) { /* its range is the j-set, which holds every index listed */
-            n = ndirty;
-            memcpy(index, dirty, sizeof(int) * (size_t)n);
-        } else {
-            for (int q = 0; q < ndirty; q++)
-                if (dirty[q] >= j0 && dirty[q] < j1)
-                    index[n++] = dirty[q] - j0;
-        }
-        CHECK(g, gpunb_cuda_launch_record_pull((const gpunb_cuda_jrec *)g->host_rec_dev + j0, g->d_pull_idx, n,
-                                               g->d_rec, g->stream));
+        for (int q = 0; q < ndirty; q++)
+            if (dirty[q] >= j0 && dirty[q] < j1) {
+                const int j = dirty[q] - j0;
+                g->pull_idx[n++] = j;
+                bits[j >> 5] |= 1u << (j & 31);
+            }
+        g->pull_n = n;
+        if (n > 0)
+            host_rec = (const gpunb_cuda_jrec *)g->host_rec_dev + j0;
     }
-    CHECK(g, cudaEventRecord(g->ev_records, g->stream));
     gpunb_cuda_origin o;
     memcpy(o.x, s->origin, sizeof o.x);
     memcpy(o.v, s->vorigin, sizeof o.v);
-    CHECK(g, gpunb_cuda_launch_predict(g->d_rec, g->nj, (int)(g->ntiles * GPUNB_CUDA_TILE_J), t, &o,
-                                       g->d_jpos, g->d_jvel, g->d_jlo, g->stream));
+    CHECK(g, gpunb_cuda_launch_predict(g->d_rec, host_rec, host_rec ? g->d_pull_bits : NULL, g->nj,
+                                       (int)(g->ntiles * GPUNB_CUDA_TILE_J), t, &o, g->d_jpos, g->d_jvel,
+                                       g->d_jlo, g->stream));
+    CHECK(g, cudaEventRecord(g->ev_records, g->stream));
     if ((st = gpunb_cuda_jset_ready(s, g)) != GPUNB_OK)
         return st;
     if (g->ev_jset) {

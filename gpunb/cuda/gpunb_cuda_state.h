@@ -113,13 +113,16 @@ typedef struct cuda_gpu {
     unsigned *d_sort_keys;
     void *d_sort_temp;
     size_t sort_temp_bytes;
-    /* Resident j-particles (gpunb_predict): the records of this GPU's j range,
-     * and the local indices of a few changed ones (mapped: the GPU pulls
-     * those records from the host's mapped array), both for rec_cap records;
-     * allocated at the first predict.  Many changed: the range is copied
-     * from the host's records. */
+    /* Resident j-particles (gpunb_predict): the records of this GPU's j range
+     * (rec_cap records, allocated at the first predict).  Many changed: the
+     * range is copied from the host's records.  A few: the prediction
+     * kernel reads those from the host's mapped array, as the bitmap
+     * pull_bits (mapped, a bit per record) marks them; pull_idx holds the
+     * pull_n local indices it marked, to unmark them at the next predict. */
     gpunb_cuda_jrec *d_rec;
-    int *h_pull_idx, *d_pull_idx;
+    unsigned *h_pull_bits, *d_pull_bits;
+    int *pull_idx;
+    int pull_n;
     long rec_cap;
     /* Irregular force (one GPU): its own stream, of the highest priority so
      * that its small launches pass a regular force in flight; the list rows
@@ -321,7 +324,7 @@ NB6_INTERNAL int gpunb_cuda_regf(void *state, int ni, const double *h2, const do
 
 /* ---- gpunb_cuda_resident.c ------------------------------------------- */
 
-/* Records and staging for GPU g's largest share of the capacity. */
+/* Records, pull bitmap and index list for GPU g's largest share of the capacity. */
 NB6_INTERNAL int gpunb_cuda_resident_ensure_records(cuda_state *s, cuda_gpu *g);
 
 /* Entries j[0..n-1] of the j-set as the last gpunb_predict made them, into
