@@ -517,13 +517,26 @@ void gpunb_cuda_choose_origin(cuda_state *s, int nj, const double *m, const doub
     s->min_mass = min_mass < INFINITY ? min_mass : 0.0;
 }
 
-int gpunb_cuda_jset_ready(cuda_state *s, cuda_gpu *g)
+/* Whether a j-set of npad entries goes to the force kernel in spatial order. */
+static int spatial_for(const cuda_state *s, int npad)
+{
+    return s->spatial_mode > 0 || (s->spatial_mode < 0 && npad >= SPATIAL_MIN_J);
+}
+
+int gpunb_cuda_spatial_order_current(const cuda_state *s, const cuda_gpu *g)
 {
     const int npad = (int)(g->ntiles * GPUNB_CUDA_TILE_J);
-    g->spatial = s->spatial_mode > 0 || (s->spatial_mode < 0 && npad >= SPATIAL_MIN_J);
+    return spatial_for(s, npad) && npad == g->sort_npad && g->sort_age < SPATIAL_REFRESH;
+}
+
+int gpunb_cuda_jset_ready(cuda_state *s, cuda_gpu *g, int sorted_made)
+{
+    const int npad = (int)(g->ntiles * GPUNB_CUDA_TILE_J);
+    g->spatial = spatial_for(s, npad);
     if (!g->spatial)
         return GPUNB_OK;
     if (npad != g->sort_npad || g->sort_age >= SPATIAL_REFRESH) {
+        sorted_made = 0; /* (in an order now replaced) */
         const int runs = npad / GPUNB_CUDA_TILE_J;
         int stride = (int)(0.618 * runs) | 1; /* coprime to runs: tile r goes to r * stride mod runs */
         for (;; stride += 2) {
@@ -543,7 +556,8 @@ int gpunb_cuda_jset_ready(cuda_state *s, cuda_gpu *g)
         g->sort_age = 0;
     }
     g->sort_age++;
-    CHECK(g, gpunb_cuda_launch_sorted_boxes(g->d_perm, g->d_jpos, g->d_jvel, g->d_jlo,
+    if (!sorted_made)
+        CHECK(g, gpunb_cuda_launch_sorted_boxes(g->d_perm, g->d_jpos, g->d_jvel, g->d_jlo,
                                             (int)(g->ntiles * GPUNB_CUDA_JWAYS), g->d_spos, g->d_svel, g->d_slo,
                                             g->d_box, g->stream));
     return GPUNB_OK;
@@ -598,7 +612,7 @@ static int cuda_send(void *state, int nj, const double *m, const double (*x)[3],
         CHECK(g, cudaMemcpyAsync(g->d_jpos, g->h_jpos, bytes, cudaMemcpyHostToDevice, g->stream));
         CHECK(g, cudaMemcpyAsync(g->d_jvel, g->h_jvel, bytes, cudaMemcpyHostToDevice, g->stream));
         CHECK(g, cudaMemcpyAsync(g->d_jlo, g->h_jlo, bytes, cudaMemcpyHostToDevice, g->stream));
-        int st = gpunb_cuda_jset_ready(s, g);
+        int st = gpunb_cuda_jset_ready(s, g, 0);
         if (st != GPUNB_OK)
             return st;
     }

@@ -151,16 +151,26 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_order_i(int ni, int ni_pad, float sca
                                                    int4 *iidx_sorted, const float4 *mpos, int *iorder,
                                                    cudaStream_t stream);
 
+/* Where a prediction also makes the sorted copies and boxes of
+ * gpunb_cuda_launch_sorted_boxes (the spatial order perm still current). */
+typedef struct gpunb_cuda_sorted_out {
+    const int *perm;
+    float4 *spos, *svel, *slo, *box;
+} gpunb_cuda_sorted_out;
+
 /* Predict records 0..nj-1 to time t in double and write the float j-set
  * (jpos, jvel, jlo as documented for the force kernel) relative to *o;
  * entries nj..npad-1 become zero padding.  Where pull_bits is set (device
  * address of mapped memory), record q with bit q % 32 of word q / 32 set is
  * first read from host_rec[q] (the device address of the host's records)
- * into rec[q]. */
+ * into rec[q].  Where sorted is set, also what
+ * gpunb_cuda_launch_sorted_boxes(sorted->perm, jpos, jvel, jlo,
+ * npad / QUARTER_J, ...) would make. */
 NB6_INTERNAL cudaError_t gpunb_cuda_launch_predict(gpunb_cuda_jrec *rec, const gpunb_cuda_jrec *host_rec,
                                                    const unsigned *pull_bits, int nj, int npad, double t,
                                                    const gpunb_cuda_origin *o, float4 *jpos, float4 *jvel,
-                                                   float4 *jlo, cudaStream_t stream);
+                                                   float4 *jlo, const gpunb_cuda_sorted_out *sorted,
+                                                   cudaStream_t stream);
 
 /* out[3k], out[3k + 1], out[3k + 2] = jpos, jvel, jlo of entry index[k] for
  * k < n: what the last prediction made of those members (the host's records

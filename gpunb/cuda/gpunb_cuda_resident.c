@@ -140,11 +140,14 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
     gpunb_cuda_origin o;
     memcpy(o.x, s->origin, sizeof o.x);
     memcpy(o.v, s->vorigin, sizeof o.v);
+    /* In an order that stays, the kernel makes the sorted copies too. */
+    const int sorted_made = gpunb_cuda_spatial_order_current(s, g);
+    const gpunb_cuda_sorted_out sorted = {g->d_perm, g->d_spos, g->d_svel, g->d_slo, g->d_box};
     CHECK(g, gpunb_cuda_launch_predict(g->d_rec, host_rec, host_rec ? g->d_pull_bits : NULL, g->nj,
                                        (int)(g->ntiles * GPUNB_CUDA_TILE_J), t, &o, g->d_jpos, g->d_jvel,
-                                       g->d_jlo, g->stream));
+                                       g->d_jlo, sorted_made ? &sorted : NULL, g->stream));
     CHECK(g, cudaEventRecord(g->ev_records, g->stream));
-    if ((st = gpunb_cuda_jset_ready(s, g)) != GPUNB_OK)
+    if ((st = gpunb_cuda_jset_ready(s, g, sorted_made)) != GPUNB_OK)
         return st;
     if (g->ev_jset) {
         CHECK(g, cudaEventRecord(g->ev_jset, g->stream));

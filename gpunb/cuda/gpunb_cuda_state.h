@@ -263,10 +263,16 @@ NB6_INTERNAL int gpunb_cuda_device_address(cuda_gpu *g, const void *host, const 
 NB6_INTERNAL void gpunb_cuda_choose_origin(cuda_state *s, int nj, const double *m, const double *x, const double *v,
                                            size_t mstride, size_t stride);
 
+/* Whether GPU g's next j-set goes to the force kernel in spatial order by
+ * the order it has (no new one due): then the prediction may make the
+ * sorted copies and the boxes itself. */
+NB6_INTERNAL int gpunb_cuda_spatial_order_current(const cuda_state *s, const cuda_gpu *g);
+
 /* After a new j-set on GPU g (in its stream), where it goes in spatial
- * order: the order (found again every SPATIAL_REFRESH j-sets), the sorted
- * copies and the far test's boxes. */
-NB6_INTERNAL int gpunb_cuda_jset_ready(cuda_state *s, cuda_gpu *g);
+ * order: the order (found again every SPATIAL_REFRESH j-sets), and unless
+ * sorted_made (the prediction made them in the order that stays) the
+ * sorted copies and the far test's boxes. */
+NB6_INTERNAL int gpunb_cuda_jset_ready(cuda_state *s, cuda_gpu *g, int sorted_made);
 
 /* The j-set of nj split over the GPUs in contiguous whole tiles (j0, nj, ntiles of each). */
 NB6_INTERNAL void gpunb_cuda_split_jset(cuda_state *s, int nj);

@@ -12,7 +12,7 @@ libgpunb_cuda_la_SOURCES = gpunb/cuda/gpunb_cuda.c gpunb/cuda/gpunb_cuda_regf.c 
 	gpunb/cuda/gpunb_cuda_force.cu gpunb/cuda/gpunb_cuda_reduce.cu \
 	gpunb/cuda/gpunb_cuda_gather.cu gpunb/cuda/gpunb_cuda_gather.cuh gpunb/cuda/gpunb_cuda_potential.cu \
 	gpunb/cuda/gpunb_cuda_predict.cu gpunb/cuda/gpunb_cuda_irregular.cu gpunb/cuda/gpunb_cuda_boxes.cu \
-	gpunb/cuda/gpunb_cuda_spatial.cu
+	gpunb/cuda/gpunb_cuda_box.cuh gpunb/cuda/gpunb_cuda_spatial.cu
 libgpunb_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 # nvcc's host code for a launch uses the C++ runtime (guarded statics).
 libgpunb_la_LIBADD += libgpunb_cuda.la $(CUDA_LIBS) -lstdc++
@@ -24,10 +24,11 @@ endif
 # here, so that a change of a layout or constant rebuilds the kernels too.
 if HAVE_CUDA
 gpunb_cuda_kernel_includes = gpunb/cuda/gpunb_cuda_kernels.h gpunb/cuda/gpunb_cuda_const.h common/nb6_common.h
-gpunb/cuda/gpunb_cuda_reduce.lo gpunb/cuda/gpunb_cuda_potential.lo gpunb/cuda/gpunb_cuda_predict.lo \
-	gpunb/cuda/gpunb_cuda_irregular.lo gpunb/cuda/gpunb_cuda_boxes.lo \
-	gpunb/cuda/gpunb_cuda_spatial.lo: \
+gpunb/cuda/gpunb_cuda_reduce.lo gpunb/cuda/gpunb_cuda_potential.lo \
+	gpunb/cuda/gpunb_cuda_irregular.lo gpunb/cuda/gpunb_cuda_spatial.lo: \
 	$(gpunb_cuda_kernel_includes)
+gpunb/cuda/gpunb_cuda_predict.lo gpunb/cuda/gpunb_cuda_boxes.lo: $(gpunb_cuda_kernel_includes) \
+	gpunb/cuda/gpunb_cuda_box.cuh
 gpunb/cuda/gpunb_cuda_force.lo gpunb/cuda/gpunb_cuda_gather.lo: $(gpunb_cuda_kernel_includes) \
 	gpunb/cuda/gpunb_cuda_gather.cuh
 endif
