@@ -136,8 +136,8 @@ GPUNB_API void gpunb_get_stats(const gpunb *nb, gpunb_stats *out);
  * x0, velocity v0, f_half = acc/2, fdot_sixth = jerk/6 at epoch t0, and mass
  * m >= 0.  Takes effect at the next gpunb_predict.  May be called from several
  * threads at once for distinct j.  The records are the memory the GPUs copy
- * from (pinned), so the first call after a gpunb_predict waits until that
- * copy is done (usually long done).  They are written with streaming
+ * or read from (pinned), so the first call after a gpunb_predict waits until
+ * the GPUs have read them (usually long done).  They are written with streaming
  * stores, which x86 orders before what other threads see only at a locked
  * instruction or a fence: a thread that calls the handle's other routines
  * after other threads set records must synchronise with them through the
