@@ -104,8 +104,6 @@ static void free_gpu(cuda_gpu *g)
     cudaFreeHost(g->h_irr_out);
     cudaFreeHost(g->h_fetch_idx);
     cudaFreeHost(g->h_fetch);
-    if (g->ev_jset)
-        cudaEventDestroy(g->ev_jset);
     if (g->ev_irr_records)
         cudaEventDestroy(g->ev_irr_records);
     if (g->ev_irr)

@@ -31,7 +31,6 @@ int gpunb_cuda_irr_open(void *state, int capacity, int lmax, int *on_device)
         return st;
     CHECK(g, cudaDeviceGetStreamPriorityRange(&least, &greatest));
     CHECK(g, cudaStreamCreateWithPriority(&g->irr, cudaStreamNonBlocking, greatest));
-    CHECK(g, cudaEventCreateWithFlags(&g->ev_jset, cudaEventDisableTiming));
     CHECK(g, cudaEventCreateWithFlags(&g->ev_irr_records, cudaEventDisableTiming));
     CHECK(g, cudaEventCreateWithFlags(&g->ev_irr, cudaEventDisableTiming));
     CHECK(g, cudaEventCreateWithFlags(&g->ev_push, cudaEventDisableTiming));
@@ -91,9 +90,9 @@ static int pull_changes(cuda_state *s, cuda_gpu *g, const gpunb_jrecord *rec, in
     }
     /* The records may be overwritten once the last prediction has read them
      * (once waited for, the stream's later work is ordered after it). */
-    if (g->jset_unwaited) {
-        CHECK(g, cudaStreamWaitEvent(g->irr, g->ev_jset, 0));
-        g->jset_unwaited = 0;
+    if (g->records_unwaited) {
+        CHECK(g, cudaStreamWaitEvent(g->irr, g->ev_records, 0));
+        g->records_unwaited = 0;
     }
     if (ndirty > 0)
         g->irr_pred_n = 0;
@@ -136,6 +135,7 @@ int gpunb_cuda_irr_push(void *state, const gpunb_jrecord *rec, int nrec, int ndi
         return st;
     CHECK(g, cudaEventRecord(g->ev_push, g->irr));
     g->push_pending = 1;
+    g->push_unpredicted = 1;
     return GPUNB_OK;
 }
 

@@ -83,6 +83,7 @@ int gpunb_cuda_resident_records_wait(void *state)
         cuda_gpu *g = &s->gpu[k];
         CHECK(g, cudaSetDevice(g->device));
         CHECK(g, cudaEventSynchronize(g->ev_records));
+        atomic_store_explicit(&g->records_read, 1, memory_order_release);
         if (g->ev_irr_records)
             CHECK(g, cudaEventSynchronize(g->ev_irr_records));
         if (g->ev_push)
@@ -105,8 +106,10 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
     if ((st = gpunb_cuda_resident_ensure_records(s, g)) != GPUNB_OK)
         return st;
     g->irr_pred_n = 0; /* the records change below */
-    if (g->ev_push) /* a push may still write records */
+    if (g->push_unpredicted) { /* a push may still write records */
         CHECK(g, cudaStreamWaitEvent(g->stream, g->ev_push, 0));
+        g->push_unpredicted = 0;
+    }
     if (!dirty) {
         /* In a Plummer run most of N changes between two regular blocks:
          * a DMA of the whole range costs the host nothing. */
@@ -119,7 +122,8 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
          * (a staged copy of ~1000 scattered records cost the host ~30 us
          * per call at 128k, a separate pull kernel a launch).  The last
          * prediction has read the bitmap once ev_records has passed. */
-        CHECK(g, cudaEventSynchronize(g->ev_records));
+        if (!atomic_load_explicit(&g->records_read, memory_order_acquire))
+            CHECK(g, cudaEventSynchronize(g->ev_records));
         if ((st = gpunb_cuda_device_address(g, rec, &g->host_rec, &g->host_rec_dev)) != GPUNB_OK)
             return st;
         unsigned *bits = g->h_pull_bits;
@@ -146,14 +150,10 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
     CHECK(g, gpunb_cuda_launch_predict(g->d_rec, host_rec, host_rec ? g->d_pull_bits : NULL, g->nj,
                                        (int)(g->ntiles * GPUNB_CUDA_TILE_J), t, &o, g->d_jpos, g->d_jvel,
                                        g->d_jlo, sorted_made ? &sorted : NULL, g->stream));
+    atomic_store_explicit(&g->records_read, 0, memory_order_relaxed);
     CHECK(g, cudaEventRecord(g->ev_records, g->stream));
-    if ((st = gpunb_cuda_jset_ready(s, g, sorted_made)) != GPUNB_OK)
-        return st;
-    if (g->ev_jset) {
-        CHECK(g, cudaEventRecord(g->ev_jset, g->stream));
-        g->jset_unwaited = 1;
-    }
-    return GPUNB_OK;
+    g->records_unwaited = 1;
+    return gpunb_cuda_jset_ready(s, g, sorted_made);
 }
 
 /* The GPUs keep the records of their j ranges (copied in full when the

@@ -9,6 +9,7 @@
 #define GPUNB_CUDA_STATE_H
 
 #include <cuda_runtime_api.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "gpunb_backend.h"
@@ -96,7 +97,13 @@ typedef struct cuda_gpu {
     int pdl;           /* gathering kernel of small calls as a dependent launch */
     gpunb_cuda_inline_i inl; /* the i of a one-tile launch, passed with it */
     cudaStream_t stream, side;     /* side: the gathering kernel, beside the reduction */
-    cudaEvent_t ev_records;           /* the host's records copied (predict) */
+    /* ev_records: the last prediction has read the host's records, the
+     * bitmap and the GPU's records (predict).  records_read: a host thread
+     * has seen it pass since it was recorded (records_wait), so the next
+     * predict need not ask the driver again (some 2.5 us a call on the H100
+     * box).  Atomic: records_wait runs on a corrector's thread. */
+    cudaEvent_t ev_records;
+    atomic_int records_read;
     cuda_lane lane[GPUNB_CUDA_LANES];
     /* this GPU's part of the current j-set: j0 .. j0 + nj - 1 */
     int j0, nj;
@@ -130,15 +137,17 @@ typedef struct cuda_gpu {
      * i and the results in mapped pinned memory (the kernels read and write
      * them there: no copies to order), and the device addresses of the
      * host's records and lists, which the GPU reads the changed ones from.
-     * ev_jset: the last prediction has read the records (the irregular
-     * stream may overwrite them then); ev_irr_records: its own full copy of
-     * the host's records is done; ev_irr: its force is done; ev_push: the
-     * copies of the last gpunb_push are done (push_pending: not waited for
-     * yet; its kernels read the index arrays). */
+     * The irregular stream may overwrite the GPU's records once the last
+     * prediction has read them (ev_records; records_unwaited: recorded
+     * since that stream last waited for it).  ev_irr_records: its own full
+     * copy of the host's records is done; ev_irr: its force is done;
+     * ev_push: the copies of the last gpunb_push are done (push_pending:
+     * not waited for yet, its kernels read the index arrays;
+     * push_unpredicted: the regular stream has not waited for them yet). */
     cudaStream_t irr;
-    cudaEvent_t ev_jset, ev_irr_records, ev_irr, ev_push;
-    int push_pending;
-    int jset_unwaited; /* ev_jset recorded since the irregular stream last waited for it */
+    cudaEvent_t ev_irr_records, ev_irr, ev_push;
+    int push_pending, push_unpredicted;
+    int records_unwaited;
     int *d_lists;
     int *h_rec_changed, *d_rec_changed, *h_list_changed, *d_list_changed; /* capacity each */
     const void *host_rec, *host_lists, *host_rec_dev, *host_lists_dev;
