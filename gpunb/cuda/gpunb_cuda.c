@@ -88,6 +88,8 @@ static void free_gpu(cuda_gpu *g)
     cudaFree(g->d_sort_idx);
     cudaFree(g->d_sort_keys);
     cudaFree(g->d_sort_temp);
+    if (g->order)
+        cudaGraphExecDestroy(g->order);
     cudaFreeHost(g->h_jpos);
     cudaFreeHost(g->h_jvel);
     cudaFreeHost(g->h_jlo);
@@ -527,14 +529,61 @@ int gpunb_cuda_spatial_order_current(const cuda_state *s, const cuda_gpu *g)
     return spatial_for(s, npad) && npad == g->sort_npad && g->sort_age < SPATIAL_REFRESH;
 }
 
+/* A new spatial order of GPU g's j-set and its sorted copies and boxes,
+ * as one CUDA graph: its ten launches (keys, CUB's radix sort, the layout,
+ * the copies) cost the host some 110 us every SPATIAL_REFRESH j-sets at
+ * 128k on the H100 box, one graph launch a fraction of that.  The graph is
+ * captured again when the size or the cube of the keys changes; a new cube
+ * (its scale a kernel argument) updates the graph in place, since a set
+ * whose rms radius sits near the edge of two cubes may change it at every
+ * choice of the origin. */
+static int launch_new_order(cuda_state *s, cuda_gpu *g, int npad, int stride)
+{
+    if (!g->order || g->order_npad != npad || g->order_scale != s->spatial_scale) {
+        cudaGraph_t graph = NULL;
+        CHECK(g, cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
+        cudaError_t err = gpunb_cuda_launch_spatial_sort(g->d_jpos, npad, s->spatial_scale, stride, g->d_sort_keys,
+                                                         g->d_sort_idx, g->d_sort_temp, g->sort_temp_bytes,
+                                                         g->d_perm, g->stream);
+        if (err == cudaSuccess)
+            err = gpunb_cuda_launch_sorted_boxes(g->d_perm, g->d_jpos, g->d_jvel, g->d_jlo,
+                                                 (int)(g->ntiles * GPUNB_CUDA_JWAYS), g->d_spos, g->d_svel,
+                                                 g->d_slo, g->d_box, g->stream);
+        const cudaError_t end = cudaStreamEndCapture(g->stream, &graph); /* also after a failure */
+        if (err == cudaSuccess)
+            err = end;
+        int updated = 0;
+#if CUDART_VERSION >= 12000
+        cudaGraphExecUpdateResultInfo info;
+        if (err == cudaSuccess && g->order && g->order_npad == npad) {
+            updated = cudaGraphExecUpdate(g->order, graph, &info) == cudaSuccess;
+            if (!updated)
+                (void)cudaGetLastError(); /* not updatable in place: made anew */
+        }
+#endif
+        if (err == cudaSuccess && !updated) {
+            if (g->order)
+                cudaGraphExecDestroy(g->order);
+            g->order = NULL;
+            err = cudaGraphInstantiateWithFlags(&g->order, graph, 0);
+        }
+        if (graph)
+            cudaGraphDestroy(graph);
+        CHECK(g, err);
+        g->order_npad = npad;
+        g->order_scale = s->spatial_scale;
+    }
+    CHECK(g, cudaGraphLaunch(g->order, g->stream));
+    return GPUNB_OK;
+}
+
 int gpunb_cuda_jset_ready(cuda_state *s, cuda_gpu *g, int sorted_made)
 {
     const int npad = (int)(g->ntiles * GPUNB_CUDA_TILE_J);
     g->spatial = spatial_for(s, npad);
     if (!g->spatial)
         return GPUNB_OK;
-    if (npad != g->sort_npad || g->sort_age >= SPATIAL_REFRESH) {
-        sorted_made = 0; /* (in an order now replaced) */
+    if (npad != g->sort_npad || g->sort_age >= SPATIAL_REFRESH) { /* any copies made are replaced */
         const int runs = npad / GPUNB_CUDA_TILE_J;
         int stride = (int)(0.618 * runs) | 1; /* coprime to runs: tile r goes to r * stride mod runs */
         for (;; stride += 2) {
@@ -547,11 +596,13 @@ int gpunb_cuda_jset_ready(cuda_state *s, cuda_gpu *g, int sorted_made)
             if (a == 1)
                 break;
         }
-        CHECK(g, gpunb_cuda_launch_spatial_sort(g->d_jpos, npad, s->spatial_scale, stride, g->d_sort_keys,
-                                                g->d_sort_idx, g->d_sort_temp, g->sort_temp_bytes, g->d_perm,
-                                                g->stream));
+        g->sort_npad = -1; /* until the new order is made */
+        const int st = launch_new_order(s, g, npad, stride);
+        if (st != GPUNB_OK)
+            return st;
         g->sort_npad = npad;
-        g->sort_age = 0;
+        g->sort_age = 1;
+        return GPUNB_OK;
     }
     g->sort_age++;
     if (!sorted_made)

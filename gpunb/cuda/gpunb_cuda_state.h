@@ -120,6 +120,11 @@ typedef struct cuda_gpu {
     unsigned *d_sort_keys;
     void *d_sort_temp;
     size_t sort_temp_bytes;
+    /* A new order as one graph (gpunb_cuda.c, launch_new_order), for a
+     * j-set of order_npad and keys at order_scale cells per unit. */
+    cudaGraphExec_t order;
+    int order_npad;
+    float order_scale;
     /* Resident j-particles (gpunb_predict): the records of this GPU's j range
      * (rec_cap records, allocated at the first predict).  Many changed: the
      * range is copied from the host's records.  A few: the prediction
