@@ -95,6 +95,9 @@ static void free_gpu(cuda_gpu *g)
     cudaFreeHost(g->h_jlo);
     cudaFree(g->d_rec);
     cudaFreeHost(g->h_pull_bits);
+    cudaFreeHost(g->h_moments);
+    if (g->ev_moments)
+        cudaEventDestroy(g->ev_moments);
     free(g->pull_idx);
     if (g->irr) /* nothing may still run on what goes next */
         cudaStreamSynchronize(g->irr);
@@ -467,13 +470,36 @@ static double on_grid(double c, double spread, int shift)
 /* The origin of the float coordinates: the centre of mass (ghosts have no
  * mass and sit at 1e6, so they do not pull it away), or the plain mean of a
  * massless set, on the grid of on_grid; and the smallest non-zero mass. */
+void gpunb_cuda_origin_from_moments(cuda_state *s, const gpunb_cuda_moments *mo)
+{
+    double cx[3], cv[3], x2 = 0.0, v2 = 0.0;
+    for (int c = 0; c < 3; c++) {
+        cx[c] = mo->x[c] / mo->w;
+        cv[c] = mo->v[c] / mo->w;
+        x2 += cx[c] * cx[c];
+        v2 += cv[c] * cv[c];
+    }
+    const double rx = sqrt(fmax(mo->x2 / mo->w - x2, 0.0)), rv = sqrt(fmax(mo->v2 / mo->w - v2, 0.0));
+    /* The spatial order's cube: 1024 cells over 6-12 rms radii about the
+     * origin, at a power of two of cells per unit, so that the send's
+     * positions and the records' (gpunb_predict) give the same order, as
+     * they give the same origin (on_grid). */
+    s->spatial_scale = rx > 0.0 ? ldexpf(1.0f, (int)floor(log2(1024.0 / (6.0 * rx)))) : 1.0f;
+    for (int c = 0; c < 3; c++) {
+        s->origin[c] = on_grid(cx[c], rx, 4);
+        s->vorigin[c] = on_grid(cv[c], rv, 2);
+    }
+    s->min_mass = mo->min_mass < INFINITY ? mo->min_mass : 0.0;
+}
+
 /* m[j * stride], x[j * stride + c], v[j * stride + c]: the j-set's arrays
  * (stride 1 and 3) or the resident records (one stride for all). */
 void gpunb_cuda_choose_origin(cuda_state *s, int nj, const double *m, const double *x, const double *v,
                               size_t mstride, size_t stride)
 {
-    double mt = 0, sx = 0, sv = 0, cx[3] = {0, 0, 0}, cv[3] = {0, 0, 0}, min_mass = INFINITY;
-    for (int pass = 0; pass < 2 && !(mt > 0.0); pass++) { /* pass 1: a massless set, weight 1 */
+    gpunb_cuda_moments mo = {0};
+    double min_mass = INFINITY;
+    for (int pass = 0; pass < 2 && !(mo.w > 0.0); pass++) { /* pass 1: a massless set, weight 1 */
         double mt_ = 0, sx_ = 0, sv_ = 0, x0 = 0, x1 = 0, x2 = 0, v0 = 0, v1 = 0, v2 = 0;
 #pragma omp parallel for if (nj > 16384) schedule(static) reduction(+ : mt_, sx_, sv_, x0, x1, x2, v0, v1, v2) \
     reduction(min : min_mass)
@@ -494,27 +520,9 @@ void gpunb_cuda_choose_origin(cuda_state *s, int nj, const double *m, const doub
             sx_ += w * (xj[0] * xj[0] + xj[1] * xj[1] + xj[2] * xj[2]);
             sv_ += w * (vj[0] * vj[0] + vj[1] * vj[1] + vj[2] * vj[2]);
         }
-        mt = mt_, sx = sx_, sv = sv_;
-        cx[0] = x0, cx[1] = x1, cx[2] = x2, cv[0] = v0, cv[1] = v1, cv[2] = v2;
+        mo = (gpunb_cuda_moments){mt_, {x0, x1, x2}, {v0, v1, v2}, sx_, sv_, min_mass};
     }
-    double x2 = 0.0, v2 = 0.0;
-    for (int c = 0; c < 3; c++) {
-        cx[c] /= mt;
-        cv[c] /= mt;
-        x2 += cx[c] * cx[c];
-        v2 += cv[c] * cv[c];
-    }
-    const double rx = sqrt(fmax(sx / mt - x2, 0.0)), rv = sqrt(fmax(sv / mt - v2, 0.0));
-    /* The spatial order's cube: 1024 cells over 6-12 rms radii about the
-     * origin, at a power of two of cells per unit, so that the send's
-     * positions and the records' (gpunb_predict) give the same order, as
-     * they give the same origin (on_grid). */
-    s->spatial_scale = rx > 0.0 ? ldexpf(1.0f, (int)floor(log2(1024.0 / (6.0 * rx)))) : 1.0f;
-    for (int c = 0; c < 3; c++) {
-        s->origin[c] = on_grid(cx[c], rx, 4);
-        s->vorigin[c] = on_grid(cv[c], rv, 2);
-    }
-    s->min_mass = min_mass < INFINITY ? min_mass : 0.0;
+    gpunb_cuda_origin_from_moments(s, &mo);
 }
 
 /* Whether a j-set of npad entries goes to the force kernel in spatial order. */
@@ -632,6 +640,7 @@ static int cuda_send(void *state, int nj, const double *m, const double (*x)[3],
 
     gpunb_cuda_choose_origin(s, nj, m, &x[0][0], &v[0][0], 1, 3);
     s->origin_age = ORIGIN_REFRESH; /* the next predict chooses its own */
+    s->moments_made = 0;
     gpunb_cuda_split_jset(s, nj);
     for (int k = 0; k < s->ngpu; k++) {
         cuda_gpu *g = &s->gpu[k];

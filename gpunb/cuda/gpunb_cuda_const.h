@@ -163,6 +163,19 @@ typedef struct gpunb_cuda_origin {
     double x[3], v[3];
 } gpunb_cuda_origin;
 
+/* What the origin is chosen from (gpunb_cuda_choose_origin): of a set's j
+ * with weight w (its mass, or 1 in a massless set), the sums of w, w x,
+ * w v, w |x|^2 and w |v|^2, and the smallest mass, INFINITY if none. */
+typedef struct gpunb_cuda_moments {
+    double w, x[3], v[3], x2, v2, min_mass;
+} gpunb_cuda_moments;
+
+/* Blocks (each writes its part of the sums) and threads per block of the
+ * records' moments kernel: a fixed grid, so the same records always give
+ * the same sums. */
+#define GPUNB_CUDA_MOMENT_BLOCKS 128
+#define GPUNB_CUDA_MOMENT_THREADS 256
+
 /* Threads per block of the prediction and record-pull kernels. */
 #define GPUNB_CUDA_PREDICT_THREADS 256
 

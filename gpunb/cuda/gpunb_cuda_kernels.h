@@ -172,6 +172,11 @@ NB6_INTERNAL cudaError_t gpunb_cuda_launch_predict(gpunb_cuda_jrec *rec, const g
                                                    float4 *jlo, const gpunb_cuda_sorted_out *sorted,
                                                    cudaStream_t stream);
 
+/* part[b] for b < GPUNB_CUDA_MOMENT_BLOCKS: the moments (mass-weighted) of
+ * block b's share of records 0..nj-1; their sum in order of b is the set's. */
+NB6_INTERNAL cudaError_t gpunb_cuda_launch_moments(const gpunb_cuda_jrec *rec, int nj, gpunb_cuda_moments *part,
+                                                   cudaStream_t stream);
+
 /* out[3k], out[3k + 1], out[3k + 2] = jpos, jvel, jlo of entry index[k] for
  * k < n: what the last prediction made of those members (the host's records
  * may have changed since). */

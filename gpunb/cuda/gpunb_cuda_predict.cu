@@ -17,6 +17,8 @@
  * records changed after the prediction. */
 #include "gpunb_cuda_box.cuh"
 
+#include <math_constants.h>
+
 /* hi + lo floats of a double (the host's nb6_split in common/nb6_common.h). */
 static __device__ __forceinline__ void split_rn(double r, float *hi, float *lo)
 {
@@ -98,6 +100,56 @@ gpunb_predict_sorted_kernel(gpunb_cuda_jrec *__restrict__ rec, const gpunb_cuda_
         gpunb_cuda_box_add(&b, p, u);
     }
     gpunb_cuda_box_store(&b, lane, q, box);
+}
+
+/* A block's part of the records' moments: each thread's sums over its
+ * records, then the warps' (shuffles) and the block's (shared memory),
+ * always in the same order. */
+static __global__ void __launch_bounds__(GPUNB_CUDA_MOMENT_THREADS)
+gpunb_moments_kernel(const gpunb_cuda_jrec *__restrict__ rec, int nj, gpunb_cuda_moments *__restrict__ part)
+{
+    enum { SUMS = sizeof(gpunb_cuda_moments) / sizeof(double), WARPS = GPUNB_CUDA_MOMENT_THREADS / 32 };
+    __shared__ double warp_sum[WARPS][SUMS];
+    double a[SUMS] = {0};
+    a[SUMS - 1] = CUDART_INF;
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < nj; j += gridDim.x * blockDim.x) {
+        const gpunb_cuda_jrec *r = rec + j;
+        const double w = r->m;
+        if (w == 0.0) /* a ghost far away: not even 0 * inf */
+            continue;
+        a[0] += w;
+        for (int c = 0; c < 3; c++) {
+            a[1 + c] += w * r->x0[c];
+            a[4 + c] += w * r->v0[c];
+        }
+        a[7] += w * (r->x0[0] * r->x0[0] + r->x0[1] * r->x0[1] + r->x0[2] * r->x0[2]);
+        a[8] += w * (r->v0[0] * r->v0[0] + r->v0[1] * r->v0[1] + r->v0[2] * r->v0[2]);
+        a[9] = fmin(a[9], w);
+    }
+    for (int d = 16; d > 0; d /= 2)
+        for (int k = 0; k < SUMS; k++) {
+            const double o = __shfl_down_sync(0xffffffffu, a[k], d);
+            a[k] = k == SUMS - 1 ? fmin(a[k], o) : a[k] + o;
+        }
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0)
+        for (int k = 0; k < SUMS; k++)
+            warp_sum[warp][k] = a[k];
+    __syncthreads();
+    if (threadIdx.x < SUMS) {
+        const int k = threadIdx.x;
+        double b = warp_sum[0][k];
+        for (int w = 1; w < WARPS; w++)
+            b = k == SUMS - 1 ? fmin(b, warp_sum[w][k]) : b + warp_sum[w][k];
+        ((double *)&part[blockIdx.x])[k] = b;
+    }
+}
+
+extern "C" cudaError_t gpunb_cuda_launch_moments(const gpunb_cuda_jrec *rec, int nj, gpunb_cuda_moments *part,
+                                                 cudaStream_t stream)
+{
+    gpunb_moments_kernel<<<GPUNB_CUDA_MOMENT_BLOCKS, GPUNB_CUDA_MOMENT_THREADS, 0, stream>>>(rec, nj, part);
+    return cudaGetLastError();
 }
 
 /* The j-set entries of the given members, as the force kernels read them. */

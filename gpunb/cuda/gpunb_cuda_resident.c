@@ -13,6 +13,7 @@
  * (gpunb_cuda_irr.c). */
 #include "config.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,50 @@ static int predict_gpu(cuda_state *s, cuda_gpu *g, double t, const gpunb_jrecord
     return gpunb_cuda_jset_ready(s, g, sorted_made);
 }
 
+/* The moments of each GPU's records as the last predict left them, for the
+ * next choice of the origin: on the host, a pass over all the records cost
+ * some 0.3 ms at 128k (16 threads, bound by memory), every ORIGIN_REFRESH
+ * predicts. */
+static int make_moments(cuda_gpu *g)
+{
+    int st;
+    CHECK(g, cudaSetDevice(g->device));
+    if (!g->h_moments) {
+        if ((st = gpunb_cuda_mapped_alloc(g, (void **)&g->h_moments, (void **)&g->d_moments,
+                                          sizeof(gpunb_cuda_moments) * GPUNB_CUDA_MOMENT_BLOCKS)) != GPUNB_OK)
+            return st;
+        CHECK(g, cudaEventCreateWithFlags(&g->ev_moments, cudaEventDisableTiming));
+    }
+    CHECK(g, gpunb_cuda_launch_moments(g->d_rec, g->nj, g->d_moments, g->stream));
+    CHECK(g, cudaEventRecord(g->ev_moments, g->stream));
+    return GPUNB_OK;
+}
+
+/* The sum of the GPUs' moments into *mo, in a fixed order. */
+static int collect_moments(cuda_state *s, gpunb_cuda_moments *mo)
+{
+    *mo = (gpunb_cuda_moments){.min_mass = INFINITY};
+    for (int k = 0; k < s->ngpu; k++) {
+        cuda_gpu *g = &s->gpu[k];
+        if (g->ntiles == 0)
+            continue;
+        CHECK(g, cudaSetDevice(g->device));
+        CHECK(g, cudaEventSynchronize(g->ev_moments));
+        for (int b = 0; b < GPUNB_CUDA_MOMENT_BLOCKS; b++) {
+            const gpunb_cuda_moments *p = &g->h_moments[b];
+            mo->w += p->w;
+            for (int c = 0; c < 3; c++) {
+                mo->x[c] += p->x[c];
+                mo->v[c] += p->v[c];
+            }
+            mo->x2 += p->x2;
+            mo->v2 += p->v2;
+            mo->min_mass = fmin(mo->min_mass, p->min_mass);
+        }
+    }
+    return GPUNB_OK;
+}
+
 /* The GPUs keep the records of their j ranges (copied in full when the
  * split changes or many changed, else only the listed ones) and predict
  * them themselves: no host prediction, no upload of the j-set. */
@@ -170,10 +215,20 @@ int gpunb_cuda_resident_predict(void *state, int nj, double t, const gpunb_jreco
         dirty = NULL;
     s->rec_nj = -1; /* until this call has succeeded */
     if (full || s->origin_age >= ORIGIN_REFRESH) {
-        const size_t stride = sizeof(gpunb_jrecord) / sizeof(double);
-        gpunb_cuda_choose_origin(s, nj, &rec[0].m, &rec[0].x0[0], &rec[0].v0[0], stride, stride);
+        /* The moments the GPUs made of the same split at the last predict,
+         * else a pass over the host's records (also for a massless set). */
+        gpunb_cuda_moments mo = {0};
+        if (!full && s->moments_made && (st = collect_moments(s, &mo)) != GPUNB_OK)
+            return st;
+        if (mo.w > 0.0) {
+            gpunb_cuda_origin_from_moments(s, &mo);
+        } else {
+            const size_t stride = sizeof(gpunb_jrecord) / sizeof(double);
+            gpunb_cuda_choose_origin(s, nj, &rec[0].m, &rec[0].x0[0], &rec[0].v0[0], stride, stride);
+        }
         s->origin_age = 0;
     }
+    s->moments_made = 0;
     /* a lighter particle tightens the error bound */
     if (lightest > 0.0 && (s->min_mass == 0.0 || lightest < s->min_mass))
         s->min_mass = lightest;
@@ -182,6 +237,12 @@ int gpunb_cuda_resident_predict(void *state, int nj, double t, const gpunb_jreco
         if (s->gpu[k].ntiles > 0 &&
             (st = predict_gpu(s, &s->gpu[k], t, rec, ndirty, dirty)) != GPUNB_OK)
             return st;
+    if (s->origin_age + 1 >= ORIGIN_REFRESH) { /* due at the next predict */
+        for (int k = 0; k < s->ngpu; k++)
+            if (s->gpu[k].ntiles > 0 && (st = make_moments(&s->gpu[k])) != GPUNB_OK)
+                return st;
+        s->moments_made = 1;
+    }
     s->nj = nj;
     s->rec_nj = nj;
     s->origin_age++;

@@ -136,6 +136,10 @@ typedef struct cuda_gpu {
     int *pull_idx;
     int pull_n;
     long rec_cap;
+    /* The moments of its records (GPUNB_CUDA_MOMENT_BLOCKS parts, mapped),
+     * made a predict before the origin is chosen again; ev_moments: made. */
+    gpunb_cuda_moments *h_moments, *d_moments;
+    cudaEvent_t ev_moments;
     /* Irregular force (one GPU): its own stream, of the highest priority so
      * that its small launches pass a regular force in flight; the list rows
      * (capacity x lmax ints); the indices of changed records and lists, the
@@ -209,8 +213,9 @@ typedef struct cuda_state {
     long r_list_ints;
     /* Resident j-particles: the nj the GPUs' records were laid out for (-1:
      * none yet, or a failed predict), predicts since the origin was chosen,
-     * and the host records and time of the last predict. */
-    int rec_nj, origin_age;
+     * whether the GPUs are making their records' moments for the next
+     * choice, and the host records and time of the last predict. */
+    int rec_nj, origin_age, moments_made;
     const gpunb_jrecord *rec;
     double t_pred;
     int4 *h_iidx[GPUNB_CUDA_LANES]; /* pinned, NI_CHUNK per lane */
@@ -276,6 +281,8 @@ NB6_INTERNAL int gpunb_cuda_device_address(cuda_gpu *g, const void *host, const 
  * x[j * stride + c], v[j * stride + c]. */
 NB6_INTERNAL void gpunb_cuda_choose_origin(cuda_state *s, int nj, const double *m, const double *x, const double *v,
                                            size_t mstride, size_t stride);
+/* The same from the set's moments (mo->w > 0). */
+NB6_INTERNAL void gpunb_cuda_origin_from_moments(cuda_state *s, const gpunb_cuda_moments *mo);
 
 /* Whether GPU g's next j-set goes to the force kernel in spatial order by
  * the order it has (no new one due): then the prediction may make the

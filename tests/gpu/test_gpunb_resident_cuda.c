@@ -466,6 +466,40 @@ done:
         unsetenv("GPU_LIST");
 }
 
+/* A cluster drifting at 1 unit per unit time and expanding at 3 through
+ * `blocks` predicts of a few changes each: the origin of the float
+ * coordinates and the cube of the spatial order are chosen again every 64
+ * predicts, from the moments the GPU made of its records at the predict
+ * before (the back-end's ORIGIN_REFRESH), and each block's forces must
+ * still match the double reference (gpu_list: as in run_set, the moments
+ * of several GPUs' ranges summed).  Not the legacy path within 1e-6: that
+ * chooses its origin at every send, and forces of two origins (and, in
+ * spatial order, two orders of the sums) differ by more (session 64, 140
+ * blocks of 3000: acc up to 1.1e-6 apart, jerk 1.4e-6; drifting at 2 and
+ * not expanding, jerk 6.5e-6, in e3f96cc's host-chosen origin too). */
+static void run_drift(int n, int blocks, const char *gpu_list)
+{
+    jset s;
+    gpunb *nb = NULL;
+    if (gpu_list)
+        setenv("GPU_LIST", gpu_list, 1);
+    jset_make(&s, n);
+    for (int j = 0; j < n; j++)
+        for (int k = 0; k < 3 && s.m[j] > 0.0; k++)
+            s.v0[j][k] += 3.0 * s.x0[j][k] + (k == 0 ? 1.0 : 0.0);
+    if (TL_CHECK(gpunb_open(&nb, n, GPUNB_BACKEND_CUDA) == GPUNB_OK, "open: %s", gpunb_last_error())) {
+        for (int j = 0; j < n; j++)
+            set_record(nb, &s, j);
+        double t = 0.004;
+        for (int k = 0; k < blocks; k++, t += 0.002)
+            run_block(nb, NULL, &s, t, k % 3 ? 64 : n / 4, 20, 0);
+    }
+    gpunb_close(nb);
+    jset_free(&s);
+    if (gpu_list)
+        unsetenv("GPU_LIST");
+}
+
 int main(int argc, char **argv)
 {
     unsetenv("NB6ACCEL_GPUNB");
@@ -491,6 +525,9 @@ int main(int argc, char **argv)
     }
     const int shares[] = {64, 1000};
     run_set(quick ? 2000 : 40000, shares, quick ? 1 : 2, 1, "0 0 0");
+    run_drift(quick ? 1000 : 3000, quick ? 66 : 140, NULL); /* (the sanitizers: past one new origin) */
+    if (!quick)
+        run_drift(3000, 140, "0 0 0");
 
     /* Two forces in flight: small (stamped) halves, the Plummer driver's
      * 16k chunks (the second one's force runs while the first one's lists
