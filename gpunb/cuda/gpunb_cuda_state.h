@@ -240,8 +240,9 @@ typedef struct cuda_state {
 } cuda_state;
 
 /* Predicts after which the origin is chosen again from the records (an
- * O(N) pass on the host, so not every block; the centre of mass moves
- * little in that time, and any origin near the cluster keeps the digits). */
+ * O(N) pass: the GPU's moments kernel, a launch, and the host's sum of its
+ * parts, so not every block; the centre of mass moves little in that
+ * time, and any origin near the cluster keeps the digits). */
 #define ORIGIN_REFRESH 64
 
 /* The spatial order: j-sets after which it is found again (the bodies move

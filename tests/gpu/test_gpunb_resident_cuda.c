@@ -476,7 +476,7 @@ done:
  * chooses its origin at every send, and forces of two origins (and, in
  * spatial order, two orders of the sums) differ by more (session 64, 140
  * blocks of 3000: acc up to 1.1e-6 apart, jerk 1.4e-6; drifting at 2 and
- * not expanding, jerk 6.5e-6, in e3f96cc's host-chosen origin too). */
+ * not expanding, jerk 6.5e-6 already before the first new origin). */
 static void run_drift(int n, int blocks, const char *gpu_list)
 {
     jset s;
