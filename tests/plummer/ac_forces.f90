@@ -16,8 +16,7 @@ module ac_forces
   private
   public :: forces_open, forces_close, regular_chunk, regular_chunk_start, regular_chunk_finish
   public :: regular_chunk_collect, regular_chunk_lists
-  public :: initial_forces, send_particle, send_particle_gpuirr, send_particle_gpunb, upload_stale_jparticles
-  public :: gpu_irregular_on_device
+  public :: initial_forces, send_particle, upload_stale_jparticles, gpu_irregular_on_device
   public :: xi, vi, gacc, gjrk, listgp, gf, gfd
 
   !> Per-chunk buffers, as in intgrt.omp.f: i-state, regular acc/jerk/pot,
@@ -107,23 +106,9 @@ contains
   !> for distinct i.
   subroutine send_particle(i)
     integer, intent(in) :: i
-    call send_particle_gpuirr(i)
-    call send_particle_gpunb(i)
-  end subroutine send_particle
-
-  !> send_particle's GPUIRR_SET_JP alone.
-  subroutine send_particle_gpuirr(i)
-    integer, intent(in) :: i
     integer(c_int) :: ii
     ii = i
     call gpuirr_set_jp(ii, x0(:,i), x0dot(:,i), f(:,i), fdot(:,i), body(i), t0(i))
-  end subroutine send_particle_gpuirr
-
-  !> send_particle's part for GPUNB (resident path) alone.
-  subroutine send_particle_gpunb(i)
-    integer, intent(in) :: i
-    integer(c_int) :: ii
-    ii = i
     if (resident) then
       if (setjp_per_step) then
         call gpunb_set_jp(ii, x0(:,i), x0dot(:,i), f(:,i), fdot(:,i), body(i), t0(i))
@@ -131,7 +116,7 @@ contains
         jp_stale(i) = .true.
       end if
     end if
-  end subroutine send_particle_gpunb
+  end subroutine send_particle
 
   !> Resident path, -setjp block, just before GPUNB_PREDICT: GPUNB_SET_JP for
   !> the bodies corrected since the last upload (an O(N) scan of flags and

@@ -24,8 +24,7 @@ module ac_integrator
   use ac_correct_avx2, only: irregular_correct_lanes_avx2 => irregular_correct_lanes
   use ac_correct_avx512, only: irregular_correct_lanes_avx512 => irregular_correct_lanes
   use ac_forces, only: regular_chunk_start, regular_chunk_finish, regular_chunk_collect, &
-      regular_chunk_lists, send_particle, send_particle_gpuirr, send_particle_gpunb, upload_stale_jparticles, &
-      xi, vi, gacc, gjrk, listgp, gf, gfd
+      regular_chunk_lists, send_particle, upload_stale_jparticles, xi, vi, gacc, gjrk, listgp, gf, gfd
   use ac_clock, only: wall_seconds
   use ac_profile, only: profile_block, nphase, profile_regular_part, reg_predict, reg_start, reg_collect, &
       reg_lists, reg_new_irr, reg_correct
@@ -101,7 +100,7 @@ contains
     integer(int64) :: nbs
     integer(c_int) :: nc, one, nn
     real(dp) :: t, spent(nphase), lap_start
-    logical :: early, gpu_irr, split, start_after_irr, irr_jp_early
+    logical :: early, gpu_irr, split, start_after_irr
     real(dp) :: t_start
 
     spent = 0
@@ -204,13 +203,6 @@ contains
     t = lap_start
     nbs = 0
     nmoved = 0
-    ! A block with regular bodies sets every member's records after its
-    ! regular part (NBODY6's order: the new lists' irregular force sees the
-    ! members as predicted).  With that force on the GPU (GPUNB's records)
-    ! nothing reads GPUIRR's records in between, so a member that is not
-    ! regular goes to GPUIRR here, while its new state is in this core's
-    ! cache: the same record, one pass over the block's state less.
-    irr_jp_early = nreg > 0 .and. gpu_irr
     ! A body changes level iff its step changed (blocks_move checks the new
     ! one): no level arithmetic per body.  The members go to the corrector
     ! a vector of lanes at a time.
@@ -257,7 +249,6 @@ contains
           x(:,i) = xl(l,:)
           xdot(:,i) = vl(l,:)
           tpred(i) = time
-          if (irr_jp_early .and. .not. dl(l)) call send_particle_gpuirr(i)
         end if
         nbs = nbs + nnb(i)
         if (nreg == 0) then
@@ -296,11 +287,7 @@ contains
       !$omp parallel do if (nact >= par_min) schedule(static) private(k) reduction(+:nmoved)
       do k = 1, nact
         if (k + prefetch_ahead <= nact .and. prefetch_ahead > 0) call prefetch_body(act(k + prefetch_ahead))
-        if (irr_jp_early .and. .not. due(k)) then
-          call send_particle_gpunb(act(k))
-        else
-          call send_particle(act(k))
-        end if
+        call send_particle(act(k))
         moved(k) = step(act(k)) /= step_old(k)
         if (moved(k)) nmoved = nmoved + 1
       end do
