@@ -157,12 +157,12 @@ perf_sample() {
 # 3. Plummer timings: name N backend cap_s
 threads=16
 plummer() {
-    local name=$1 n=$2 backend=$3 cap=$4 tcrit=${5:-4} t rc
+    local name=$1 n=$2 backend=$3 cap=$4 tcrit=${5:-4} dump=${6:-} t rc
     t=$(left); t=$(( t - 15 < cap ? t - 15 : cap ))
     if [ "$t" -lt 20 ]; then log "$name: skipped (no time left)"; return; fi
-    log "$name: N=$n backend=$backend, to T=$tcrit, limit ${t} s"
+    log "$name: N=$n backend=$backend, ${dump:+from $dump }to T=$tcrit, limit ${t} s"
     timeout "$t" nbody6_patch/run-plummer --n "$n" --backend "$backend" --threads "$threads" --tcrit "$tcrit" \
-        --binary "$nb/bin/nbody6" --dir "/tmp/run-$name" > "$logs/plummer-$name.txt" 2>&1 &
+        ${dump:+--restart "$dump"} --binary "$nb/bin/nbody6" --dir "/tmp/run-$name" > "$logs/plummer-$name.txt" 2>&1 &
     local job=$! pid= k cpus=
     # Which CPUs NBODY6's threads run on (seen: 16 threads no faster than 8,
     # CPU force at a third of one core's speed): three samples, 1 s apart.
@@ -314,28 +314,57 @@ if [ -n "${AB_BINARY:-}" ]; then
         log "AB_BINARY: no $ab_dir/bin/nbody6"
     fi
 fi
-# AB_PATCH=file:N:cap:rounds: the --resident build alternately with a
-# --resident build made with the patch in file instead of this tree's
-# intgrt-resident.patch (e.g. an older commit's: git show
-# OLD:nbody6_patch/intgrt-resident.patch > .devtools/old.patch), both
-# against this tree's libraries, `rounds` times each at N, on the GPUNB
-# back-end AB_BACKEND (default cuda).
+# AB_PATCH=files:N:cap:rounds: the --resident build against --resident builds
+# made with the patches in files (comma-separated; each instead of this
+# tree's intgrt-resident.patch, e.g. an older commit's: git show
+# OLD:nbody6_patch/intgrt-resident.patch > .devtools/old.patch), all against
+# this tree's libraries, `rounds` times each at N, the order rotating by round
+# (the machines' clock drifts through a call), on the GPUNB back-end
+# AB_BACKEND (default cuda).  AB_RESTART=1: the --resident build first runs
+# to T = 2 once and every A/B run continues from its dump to T = 4
+# (run-plummer --restart; wall_restart): no start-up per run (100-130 s at
+# 128k), so several rounds fit in one call.
 if [ -n "${AB_PATCH:-}" ]; then
-    IFS=: read -r ab_file ab_n ab_cap ab_rounds <<< "$AB_PATCH"
-    other=$(mktemp -d /tmp/nb6-other-patch.XXXXXX)
-    cp nbody6_patch/build-nbody6 nbody6_patch/nbody6-gpu2.mk "$other/"
-    if cp "$ab_file" "$other/intgrt-resident.patch" && build_resident &&
-       "$other/build-nbody6" --nbody6 "$root/.nbody6" --builddir "$b" --out "$nb-other-patch" -j "$jobs" \
-           --nmax 140000 --lmax 600 --resident > "$logs/build-nbody6-other-patch.log" 2>&1; then
-        nb_plain=$nb
-        for r in $(seq "${ab_rounds:-2}"); do
-            nb=$nb_plain-other-patch; plummer "ab-patch-other-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
-            nb=$nb_plain-resident; plummer "ab-patch-this-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap"
-        done
-        nb=$nb_plain
-    else
-        log "AB_PATCH: a --resident build FAILED (build-nbody6-resident.log, build-nbody6-other-patch.log)"
+    IFS=: read -r ab_files ab_n ab_cap ab_rounds <<< "$AB_PATCH"
+    nb_plain=$nb ab_builds=this ab_ok=1 k=0
+    build_resident || ab_ok=
+    IFS=, read -r -a ab_list <<< "$ab_files"
+    for ab_file in "${ab_list[@]}"; do
+        k=$((k + 1))
+        other=$(mktemp -d /tmp/nb6-other-patch.XXXXXX)
+        cp nbody6_patch/build-nbody6 nbody6_patch/nbody6-gpu2.mk "$other/"
+        if cp "$ab_file" "$other/intgrt-resident.patch" &&
+           "$other/build-nbody6" --nbody6 "$root/.nbody6" --builddir "$b" --out "$nb_plain-other-patch-$k" \
+               -j "$jobs" --nmax 140000 --lmax 600 --resident > "$logs/build-nbody6-other-patch-$k.log" 2>&1; then
+            ab_builds="$ab_builds other-$k"
+            log "AB_PATCH: other-$k is $ab_file"
+        else
+            ab_ok=
+        fi
+    done
+    ab_dump=
+    if [ -n "$ab_ok" ] && [ "${AB_RESTART:-0}" = 1 ]; then
+        nb=$nb_plain-resident; plummer "ab-patch-to-t2" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap" 2
+        if [ -s /tmp/run-ab-patch-to-t2/fort.2 ]; then
+            ab_dump=/tmp/ab-patch-dump-t2
+            mv /tmp/run-ab-patch-to-t2/fort.2 "$ab_dump"
+        else
+            log "AB_PATCH: no dump at T = 2 (/tmp/run-ab-patch-to-t2/fort.2)"; ab_ok=
+        fi
     fi
+    if [ -n "$ab_ok" ]; then
+        read -r -a ab_order <<< "$ab_builds"
+        for r in $(seq "${ab_rounds:-2}"); do
+            for v in "${ab_order[@]}"; do
+                case $v in this) nb=$nb_plain-resident ;; *) nb=$nb_plain-${v/other/other-patch} ;; esac
+                plummer "ab-patch-$v-$r" "$ab_n" "${AB_BACKEND:-cuda}" "$ab_cap" 4 "$ab_dump"
+            done
+            ab_order=("${ab_order[@]:1}" "${ab_order[0]}")
+        done
+    else
+        log "AB_PATCH: a --resident build or the dump FAILED (build-nbody6-resident.log, build-nbody6-other-patch-*.log)"
+    fi
+    nb=$nb_plain
 fi
 # AB_OPTS=opts:N:cap:rounds[:plain]: the --resident build (with ":plain",
 # the plain one) alternately with one built with the build-nbody6 options
