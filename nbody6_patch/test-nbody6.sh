@@ -17,8 +17,8 @@
 # original path (on the CPU back-end the two runs are in fact identical).
 #
 # Third case, N = 2048 (the first size with regular blocks of more than
-# the patch's first chunk of 1024 bodies, whose later chunks it starts
-# during the chunk before), all on the CPU back-end: the resident build on two
+# the patch's first chunk of 1024 bodies, whose second chunk it starts with
+# the first, keeping two in flight), all on the CPU back-end: the resident build on two
 # threads and on one, and the original build, must print the same steps and
 # energies.  The patch runs NBODY6's serial loops over LISTQ and a block's
 # members on the OpenMP team (compactions in order, minima, copies; a team
@@ -124,3 +124,53 @@ for name in resident resident-1; do
     fi
 done
 echo "PASS: N = 2048 to T = 2 on the CPU back-end: the resident build on two threads and on one prints the same $(wc -l < "$work/printed-original") step, energy and counter lines as the original"
+
+# ---- fourth case: chunks in flight and overflow repeats ----------------------
+# The patch keeps two regular-force chunks in flight, and when a chunk's
+# lists overflow it collects the chunk behind it (into a second set of
+# arrays) before it repeats the chunk.  Both are rare at the sizes above, so
+# two scratch copies of the patch make them common: GPUNB_REGF_START gets
+# NNBMAX as the list limit instead of NBMAX (NBODY6 keeps lists near 0.9
+# NNBMAX: some 2 000 overflows to T = 2 at N = 4000), one copy with chunks
+# of 100 and then 300 bodies (many per block, overflows with chunks in
+# flight), the other with one chunk per block.  On the CPU back-end a body's
+# force and list depend on its own data only, so the two must print the
+# same steps, energies and counters.
+scratch_patch() {  # $1: directory, $2: NIMAX, $3: NB6N1
+    mkdir -p "$1"
+    cp "$here/build-nbody6" "$here/nbody6-gpu2.mk" "$1/"
+    sed -e "s/^+      PARAMETER (NIMAX=4096,NPMAX=16,NB6N1=1024)\$/+      PARAMETER (NIMAX=$2,NPMAX=16,NB6N1=$3)/" \
+        -e '/^+.*CALL GPUNB_REGF_START(/s/LMAX,NBMAX)$/LMAX,NNBMAX)/' \
+        "$here/intgrt-resident.patch" > "$1/intgrt-resident.patch"
+    if [ "$(grep -c "^+      PARAMETER (NIMAX=$2,NPMAX=16,NB6N1=$3)\$" "$1/intgrt-resident.patch")" -ne 1 ] ||
+       [ "$(grep -c '^+.*CALL GPUNB_REGF_START(.*LMAX,NNBMAX)$' "$1/intgrt-resident.patch")" -lt 4 ]; then
+        echo "FAIL: the fourth case's edits no longer fit intgrt-resident.patch (its NIMAX line or GPUNB_REGF_START calls changed)"
+        exit 1
+    fi
+    if ! "$1/build-nbody6" --nbody6 "$NBODY6_DIR" --builddir "$builddir" --out "$1/build" \
+            --nmax 4010 --lmax 200 --resident > "$1/build-nbody6.log" 2>&1; then
+        echo "FAIL: build-nbody6 --resident with the scratch patch in $1 failed (log: $1/build/build.log)"
+        exit 1
+    fi
+}
+for run in chunks:300:100 whole:4096:4096; do
+    IFS=: read -r name nimax n1 <<< "$run"
+    scratch_patch "$work/patch-$name" "$nimax" "$n1"
+    if ! NB6ACCEL_GPUNB=cpu "$here/run-plummer" --n 4000 --tcrit 2 --threads 2 \
+            --binary "$work/patch-$name/build/bin/nbody6" --dir "$work/run-4k-$name"; then
+        echo "FAIL: the 4k run '$name' failed (see $work/run-4k-$name)"
+        exit 1
+    fi
+    printed "$work/run-4k-$name" > "$work/printed-4k-$name"
+done
+overflows=$(grep -c 'OVERFLOW!' "$work/run-4k-chunks/fort.41" || true)
+if [ "$overflows" -lt 100 ] || [ "$(grep -c 'NSTEPS' "$work/printed-4k-chunks")" -lt 2 ]; then
+    echo "FAIL: the 4k run with small chunks reported $overflows list overflows (expected thousands) or no T = 2 line (see $work/run-4k-chunks)"
+    exit 1
+fi
+if ! cmp -s "$work/printed-4k-whole" "$work/printed-4k-chunks"; then
+    echo "FAIL: with chunks of 100 and 300 bodies the 4k run printed other steps, energies or counters than with one chunk per block:"
+    diff "$work/printed-4k-whole" "$work/printed-4k-chunks" | head -n 20
+    exit 1
+fi
+echo "PASS: N = 4000 to T = 2 with $overflows list overflows: chunks of 100 and 300 bodies, two in flight, print the same $(wc -l < "$work/printed-4k-chunks") step, energy and counter lines as one chunk per block"
