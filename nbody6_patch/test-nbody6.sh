@@ -143,8 +143,9 @@ scratch_patch() {  # $1: directory, $2: NIMAX, $3: NB6N1
         -e '/^+.*CALL GPUNB_REGF_START(/s/LMAX,NBMAX)$/LMAX,NNBMAX)/' \
         "$here/intgrt-resident.patch" > "$1/intgrt-resident.patch"
     if [ "$(grep -c "^+      PARAMETER (NIMAX=$2,NPMAX=16,NB6N1=$3)\$" "$1/intgrt-resident.patch")" -ne 1 ] ||
-       [ "$(grep -c '^+.*CALL GPUNB_REGF_START(.*LMAX,NNBMAX)$' "$1/intgrt-resident.patch")" -lt 4 ]; then
-        echo "FAIL: the fourth case's edits no longer fit intgrt-resident.patch (its NIMAX line or GPUNB_REGF_START calls changed)"
+       ! grep -q '^+.*CALL GPUNB_REGF_START(.*LMAX,NNBMAX)$' "$1/intgrt-resident.patch" ||
+       grep '^+.*CALL GPUNB_REGF_START(' "$1/intgrt-resident.patch" | grep -qv 'LMAX,NNBMAX)$'; then
+        echo "FAIL: the fourth case's edits no longer fit intgrt-resident.patch (its NIMAX line or a GPUNB_REGF_START call changed)"
         exit 1
     fi
     if ! "$1/build-nbody6" --nbody6 "$NBODY6_DIR" --builddir "$builddir" --out "$1/build" \
