@@ -108,8 +108,8 @@ thread_cpu_share() {
 # summary gets the flat profile by library and function: which of NBODY6's
 # own time is its Fortran and which our libraries' calls from its serial
 # loops (the libraries' statistics time only their force calls).
-# PERF_CALLERS=1 records call graphs too (dwarf: heavier; keep PERF_SECONDS
-# short) and prints the master thread's callers.
+# PERF_CALLERS=1 records the master thread alone, with call graphs (dwarf:
+# 8 KiB of stack a sample), and prints its callers.
 perf_bin=
 if [ -n "${PERF_RUN:-}" ] && [ -f "${PERF_TAR:-}" ]; then
     mkdir -p /tmp/perf && tar -C /tmp/perf -xJf "$PERF_TAR" && perf_bin=/tmp/perf/perf
@@ -126,10 +126,12 @@ perf_sample() {
         done ;;
     *) sleep $(( ${PERF_AT:-60} - 5 )) ;;
     esac
+    local whom=(-p "$pid")
+    [ -z "${PERF_CALLERS:-}" ] || whom=(--call-graph dwarf,8192 -t "$pid")
     LD_LIBRARY_PATH=/tmp/perf/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-        "$perf_bin" record -F 999 -e cpu-clock ${PERF_CALLERS:+--call-graph dwarf,8192} -p "$pid" \
+        "$perf_bin" record -F 999 -e cpu-clock "${whom[@]}" \
         -o "/tmp/perf-$name.data" -- sleep "${PERF_SECONDS:-15}" > "$logs/perf-$name.log" 2>&1
-    { echo "== perf of $name, ${PERF_SECONDS:-15} s from ${PERF_AT:-60} s (cpu-clock, all threads)"
+    { echo "== perf of $name, ${PERF_SECONDS:-15} s from ${PERF_AT:-60} s (cpu-clock, ${PERF_CALLERS:+the master thread with call graphs}${PERF_CALLERS:-all threads})"
       LD_LIBRARY_PATH=/tmp/perf/lib "$perf_bin" report -i "/tmp/perf-$name.data" --stdio --no-children \
           --sort dso,symbol -g none 2>/dev/null | grep -v -e '^#' -e '^$' | head -n 60
       echo "== by library"
@@ -139,16 +141,36 @@ perf_sample() {
       LD_LIBRARY_PATH=/tmp/perf/lib "$perf_bin" report -i "/tmp/perf-$name.data" --stdio --no-children \
           --sort pid -g none 2>/dev/null | grep -v -e '^#' -e '^$' | head -n 20
       # The master thread alone: the serial path that sets the wall time.
-      echo "== the master thread (tid $pid)"
-      LD_LIBRARY_PATH=/tmp/perf/lib "$perf_bin" report -i "/tmp/perf-$name.data" --stdio --no-children \
-          --tid "$pid" --sort dso,symbol -g none 2>/dev/null | grep -v -e '^#' -e '^$' | head -n 40
-      # PERF_CALLERS=1: who called the master thread's hottest functions
-      # (libgomp has no symbols here: which parallel region it waits in).
+      # From perf script, split by thread here (perf report --tid gave the
+      # whole process's figures for some symbols: session 68); a symbol
+      # that the workers never hit is the master's serial work.
+      echo "== the master thread (tid $pid): % of its samples, by library and function; * = no worker sample there"
+      LD_LIBRARY_PATH=/tmp/perf/lib "$perf_bin" script -i "/tmp/perf-$name.data" -F tid,ip,sym,dso 2>/dev/null |
+          awk -v m="$pid" '
+              function count(line,   d, f) { d = line; sub(/.*\(/, "", d); sub(/\).*/, "", d); sub(/.*\//, "", d)
+                  split(line, f, " "); if (tid == m) { c[d " " f[2]]++; n++ } else w[d " " f[2]]++ }
+              /^ *[0-9]+ *$/ { tid = $1; want = 1; next }
+              /^ *[0-9]+ / { tid = $1; line = $0; sub(/^ *[0-9]+ +/, "", line); count(line); next }
+              want && NF { count($0); want = 0 }
+              END { for (k in c) printf "%6.2f %%  %s%s\n", 100 * c[k] / n, k, (k in w) ? "" : " *" }' |
+          sort -rn | head -n 45
+      # PERF_CALLERS=1: for the master's samples in a library it calls
+      # (libgomp's barriers, libcuda's waits, libc, the clock in vdso),
+      # the first caller outside it, with the offset of the call: which
+      # parallel region it waits in, which copy, which clock reads.
       if [ -n "${PERF_CALLERS:-}" ]; then
-          echo "== the master thread's callers"
-          LD_LIBRARY_PATH=/tmp/perf/lib "$perf_bin" report -i "/tmp/perf-$name.data" --stdio --no-children \
-              --tid "$pid" --sort dso,symbol -g caller,2,callee --percent-limit 1 2>/dev/null |
-              grep -v -e '^#' -e '^$' | head -n 150
+          echo "== the master thread's samples in libgomp, libcuda, libc, vdso and the kernel, by first caller outside"
+          LD_LIBRARY_PATH=/tmp/perf/lib "$perf_bin" script -i "/tmp/perf-$name.data" -F tid,ip,sym,symoff,dso 2>/dev/null |
+              awk -v m="$pid" '
+                  function lib(line,   d) { d = line; sub(/.*\(/, "", d); sub(/\).*/, "", d); sub(/.*\//, "", d); return d }
+                  function leafy(d) { return d ~ /^(libgomp|libcuda|libc\.|libcudart|\[vdso\]|\[kernel)/ }
+                  /^ *[0-9]+ *$/ || /^[0-9]+ / { tid = $1; depth = 0; leaf = ""; done = 0; next }
+                  /^$/ { next }
+                  tid == m && !done { d = lib($0); if (d == "inlined") next; depth++
+                      if (depth == 1) { if (!leafy(d)) { done = 1; next } leaf = d; next }
+                      if (!leafy(d)) { f = $2; c[leaf " <- " f " (" d ")"]++; n++; done = 1 } }
+                  END { for (k in c) printf "%6d  %s\n", c[k], k }' |
+              sort -rn | head -n 60
       fi
     } > "$logs/perf-$name.txt" 2>&1
     cat "$logs/perf-$name.txt" >> "$OUT/summary.txt"
