@@ -126,12 +126,12 @@ perf_sample() {
         done ;;
     *) sleep $(( ${PERF_AT:-60} - 5 )) ;;
     esac
-    local whom=(-p "$pid")
-    [ -z "${PERF_CALLERS:-}" ] || whom=(--call-graph dwarf,8192 -t "$pid")
+    local whom=(-p "$pid") what="all threads"
+    [ -z "${PERF_CALLERS:-}" ] || { whom=(--call-graph dwarf,8192 -t "$pid"); what="the master thread with call graphs"; }
     LD_LIBRARY_PATH=/tmp/perf/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
         "$perf_bin" record -F 999 -e cpu-clock "${whom[@]}" \
         -o "/tmp/perf-$name.data" -- sleep "${PERF_SECONDS:-15}" > "$logs/perf-$name.log" 2>&1
-    { echo "== perf of $name, ${PERF_SECONDS:-15} s from ${PERF_AT:-60} s (cpu-clock, ${PERF_CALLERS:+the master thread with call graphs}${PERF_CALLERS:-all threads})"
+    { echo "== perf of $name, ${PERF_SECONDS:-15} s from ${PERF_AT:-60} s (cpu-clock, $what)"
       LD_LIBRARY_PATH=/tmp/perf/lib "$perf_bin" report -i "/tmp/perf-$name.data" --stdio --no-children \
           --sort dso,symbol -g none 2>/dev/null | grep -v -e '^#' -e '^$' | head -n 60
       echo "== by library"
