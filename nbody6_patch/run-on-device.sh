@@ -144,15 +144,15 @@ perf_sample() {
       # From perf script, split by thread here (perf report --tid gave the
       # whole process's figures for some symbols: session 68); a symbol
       # that the workers never hit is the master's serial work.
-      echo "== the master thread (tid $pid): % of its samples, by library and function; * = no worker sample there"
+      echo "== the master thread (tid $pid): % of its samples, by library and function; * = no worker sample there (not marked with PERF_CALLERS, which samples the master alone)"
       LD_LIBRARY_PATH=/tmp/perf/lib "$perf_bin" script -i "/tmp/perf-$name.data" -F tid,ip,sym,dso 2>/dev/null |
           awk -v m="$pid" '
               function count(line,   d, f) { d = line; sub(/.*\(/, "", d); sub(/\).*/, "", d); sub(/.*\//, "", d)
-                  split(line, f, " "); if (tid == m) { c[d " " f[2]]++; n++ } else w[d " " f[2]]++ }
+                  split(line, f, " "); if (tid == m) { c[d " " f[2]]++; n++ } else { w[d " " f[2]]++; nw++ } }
               /^ *[0-9]+ *$/ { tid = $1; want = 1; next }
               /^ *[0-9]+ / { tid = $1; line = $0; sub(/^ *[0-9]+ +/, "", line); count(line); next }
               want && NF { count($0); want = 0 }
-              END { for (k in c) printf "%6.2f %%  %s%s\n", 100 * c[k] / n, k, (k in w) ? "" : " *" }' |
+              END { for (k in c) printf "%6.2f %%  %s%s\n", 100 * c[k] / n, k, (nw == 0 || k in w) ? "" : " *" }' |
           sort -rn | head -n 45
       # PERF_CALLERS=1: for the master's samples in a library it calls
       # (libgomp's barriers, libcuda's waits, libc, the clock in vdso),
